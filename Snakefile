@@ -1,0 +1,22 @@
+# pmd-bench: `snakemake --cores N` reproduces the paper's figures from workflow/config/default.yaml;
+# `--configfile workflow/config/paper.yaml` runs the paper's full settings.
+from snakemake.utils import validate
+
+configfile: "workflow/config/default.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.json")
+
+RESULTS = config["results_dir"]
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/tracking.smk"
+include: "workflow/rules/datasets.smk"
+include: "workflow/rules/mixture.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        ALL_TARGETS,

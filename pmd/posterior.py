@@ -1,0 +1,166 @@
+"""Posterior objects: what every inference method returns, whatever it is.
+
+Three shapes cover the paper's methods: weighted particles (PMD eq. 5, SMC, SGLD and Gibbs with
+equal weights), a weighted Gaussian KDE (PMD eq. 6/7, NPV's mixture), and a Gaussian (SVI). Each
+gives weighted samples, the mean and covariance, expectations, draws and, where a density exists,
+``log_density``. They are registered pytrees, so they pass through ``jit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, runtime_checkable
+
+import jax
+import jax.numpy as jnp
+
+from .kde import kde_log_density, kde_sample
+from .weights import categorical_draw, effective_sample_size, normalize
+
+Array = jax.Array
+
+
+@runtime_checkable
+class Posterior(Protocol):
+    """What the runner, the metrics and the reports may ask of any method's posterior."""
+
+    def weighted_samples(self, key: Array | None = None, n: int | None = None) -> tuple[Array, Array]:
+        """``(samples (n, d), normalised log-weights (n,))``."""
+
+    def mean(self) -> Array: ...
+
+    def cov(self) -> Array: ...
+
+    def expectation(self, f: Callable[[Array], Array]) -> Array: ...
+
+    def sample(self, key: Array, n: int) -> Array: ...
+
+    def effective_sample_size(self) -> Array: ...
+
+    def has_density(self) -> bool: ...
+
+    def log_density(self, theta: Array) -> Array: ...
+
+
+def _weighted_moments(samples: Array, log_weights: Array) -> tuple[Array, Array]:
+    w = jnp.exp(normalize(log_weights))
+    mean = w @ samples
+    centred = samples - mean
+    return mean, (centred * w[:, None]).T @ centred
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class ParticlePosterior:
+    """``q̃(θ) = Σ_i α_i δ(θ_i)`` (eq. 4). ``-inf`` log-weights mark unused slots."""
+
+    samples: Array
+    log_weights: Array
+
+    @classmethod
+    def equally_weighted(cls, samples: Array) -> "ParticlePosterior":
+        """Samples of equal weight (MCMC draws, resampled particles)."""
+        n = samples.shape[0]
+        return cls(samples, jnp.full((n,), -jnp.log(n), dtype=samples.dtype))
+
+    @property
+    def weights(self) -> Array:
+        return jnp.exp(normalize(self.log_weights))
+
+    def weighted_samples(self, key: Array | None = None, n: int | None = None) -> tuple[Array, Array]:
+        return self.samples, normalize(self.log_weights)
+
+    def mean(self) -> Array:
+        return _weighted_moments(self.samples, self.log_weights)[0]
+
+    def cov(self) -> Array:
+        return _weighted_moments(self.samples, self.log_weights)[1]
+
+    def expectation(self, f: Callable[[Array], Array]) -> Array:
+        """``Σ_i α_i f(θ_i)``: the integral approximation of Theorem 5."""
+        values = jax.vmap(f)(self.samples)
+        w = self.weights.reshape((-1,) + (1,) * (values.ndim - 1))
+        return jnp.sum(w * values, axis=0)
+
+    def sample(self, key: Array, n: int) -> Array:
+        idx = categorical_draw(key, self.log_weights, n)
+        return self.samples[idx]
+
+    def effective_sample_size(self) -> Array:
+        return effective_sample_size(self.log_weights)
+
+    def has_density(self) -> bool:
+        return False
+
+    def log_density(self, theta: Array) -> Array:
+        raise NotImplementedError("weighted particles (a sum of Dirac masses) have no density; "
+                                  "estimate one with pmd.metrics.kde_fit or pmd.metrics.gaussian_fit")
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class KDEPosterior(ParticlePosterior):
+    """``q̃(θ) = Σ_i α_i K_H(θ - θ_i)`` with ``H = chol cholᵀ`` (eq. 6)."""
+
+    chol: Array
+
+    def cov(self) -> Array:
+        """Covariance of the mixture: the weighted covariance of the centres plus ``H``."""
+        return _weighted_moments(self.samples, self.log_weights)[1] + self.chol @ self.chol.T
+
+    def weighted_samples(self, key: Array | None = None, n: int | None = None) -> tuple[Array, Array]:
+        """The kernel centres and their weights (``key``/``n`` ignored), as for weighted particles."""
+        return self.samples, normalize(self.log_weights)
+
+    def sample(self, key: Array, n: int) -> Array:
+        return kde_sample(key, self.samples, self.log_weights, self.chol, n)
+
+    def has_density(self) -> bool:
+        return True
+
+    def log_density(self, theta: Array) -> Array:
+        """``log q̃(θ)`` for one ``θ (d,)`` or many ``(n, d)``."""
+        points = jnp.atleast_2d(theta)
+        out = kde_log_density(points, self.samples, self.log_weights, self.chol)
+        return out[0] if theta.ndim == 1 else out
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class GaussianPosterior:
+    """``N(mean, chol cholᵀ)``: the variational family of SVI and the Gaussian fit of H.1."""
+
+    loc: Array
+    chol: Array
+
+    def weighted_samples(self, key: Array | None = None, n: int | None = None) -> tuple[Array, Array]:
+        """``n`` draws of equal weight (a Gaussian has no samples of its own: both are required)."""
+        if key is None or n is None:
+            raise ValueError("a GaussianPosterior gives weighted samples only by drawing: pass key and n")
+        return self.sample(key, n), jnp.full((n,), -jnp.log(n))
+
+    def mean(self) -> Array:
+        return self.loc
+
+    def cov(self) -> Array:
+        return self.chol @ self.chol.T
+
+    def expectation(self, f: Callable[[Array], Array], key: Array | None = None, n: int = 4096) -> Array:
+        """Monte Carlo ``E f(θ)`` with ``n`` draws (the key defaults to a fixed one)."""
+        draws = self.sample(jax.random.key(0) if key is None else key, n)
+        return jnp.mean(jax.vmap(f)(draws), axis=0)
+
+    def sample(self, key: Array, n: int) -> Array:
+        eps = jax.random.normal(key, (n, self.loc.shape[0]), dtype=self.loc.dtype)
+        return self.loc + eps @ self.chol.T
+
+    def effective_sample_size(self) -> Array:
+        return jnp.asarray(jnp.inf)
+
+    def has_density(self) -> bool:
+        return True
+
+    def log_density(self, theta: Array) -> Array:
+        points = jnp.atleast_2d(theta)
+        out = kde_log_density(points, self.loc[None, :], jnp.zeros((1,)), self.chol)
+        return out[0] if theta.ndim == 1 else out

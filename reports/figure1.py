@@ -1,0 +1,118 @@
+"""Figure 1 (and Figure 3) of Dai et al. 2016 from the mixture experiment's result files.
+
+Top row, as the paper: (1) the true posterior, (2) PMD's posterior (averaged over seeds), (3)
+total variation and (4) cross entropy against data points visited, mean ± one standard deviation
+over seeds, scored the paper's way (a density-less posterior by the better of a KDE at 0.1 ×
+median distance and a Gaussian fit). Bottom row: the same curves under the sharper leave-one-out
+KDE, with the score of exact posterior draws under each estimator (dashed): the floor no method
+can beat with that many samples. Figure 3 shows every method's posterior averaged over its runs.
+A JSON summary of the final values goes beside the figure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
+
+PMD_LABEL = "pmd"
+
+
+def _grid_axes(meta: dict) -> list[np.ndarray]:
+    g = meta["grid"]
+    return [np.linspace(lo, hi, n) for lo, hi, n in zip(g["lower"], g["upper"], g["size"])]
+
+
+def _density_panel(ax, axes, log_prob: np.ndarray, title: str) -> None:
+    z = np.exp(log_prob - log_prob.max()).reshape(len(axes[0]), len(axes[1]))
+    ax.contourf(axes[0], axes[1], z.T, levels=12, cmap="viridis")
+    ax.set(title=title, xlabel=r"$\theta_1$", ylabel=r"$\theta_2$")
+
+
+def _mean_density(runs) -> np.ndarray:
+    """The log of the seed-averaged normalised density on the grid."""
+    dens = [np.exp(a["final_log_density"] - np.logaddexp.reduce(a["final_log_density"])) for a, _ in runs]
+    return np.log(np.mean(dens, axis=0) + 1e-300)
+
+
+def _curve_panel(ax, runs_by, metric: str, floor_value: float | None, ylabel: str) -> None:
+    for label, runs in runs_by.items():
+        visited, mean, std = curve_stats(runs, metric)
+        line, = ax.plot(visited, mean, label=label)
+        ax.fill_between(visited, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+    if floor_value is not None:
+        ax.axhline(floor_value, color="k", ls="--", lw=1, label="exact draws")
+    ax.set(xlabel="data points visited", ylabel=ylabel)
+    ax.legend(fontsize=7)
+
+
+def summarize(runs_by: dict, floors: dict) -> dict:
+    """Final mean and standard deviation of every score, per method, with the floors."""
+    out = {"floor": floors, "methods": {}}
+    for label, runs in runs_by.items():
+        metrics = sorted(k[len("curve/"):] for k in runs[0][0] if k.startswith("curve/"))
+        finals = {m: np.array([a[f"curve/{m}"][-1] for a, _ in runs]) for m in metrics}
+        out["methods"][label] = {m: {"mean": float(v.mean()), "std": float(v.std()), "runs": len(v)}
+                                 for m, v in finals.items()}
+    return out
+
+
+def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) -> dict:
+    """Render Figure 1 to ``out`` and Figure 3 beside it (``figure3.png``), with a summary JSON."""
+    arrays, meta = load_npz(data_path)
+    axes = _grid_axes(meta)
+    runs_by = runs_by_method(run_files)
+    floors = meta["floor"]
+    fig, ax = plt.subplots(2, 4, figsize=(18, 8.5))
+    _density_panel(ax[0, 0], axes, arrays["log_prob"], "(1) true posterior")
+    if PMD_LABEL in runs_by:
+        _density_panel(ax[0, 1], axes, _mean_density(runs_by[PMD_LABEL]), "(2) PMD posterior (mean of runs)")
+    else:
+        ax[0, 1].set_axis_off()
+    _curve_panel(ax[0, 2], runs_by, "tv", floors["tv"], "total variation (paper's estimator)")
+    _curve_panel(ax[0, 3], runs_by, "ce", floors["ce"], "cross entropy (paper's estimator)")
+    _curve_panel(ax[1, 2], runs_by, "tv_sharp", floors["tv_sharp"], "total variation (LOO KDE)")
+    _curve_panel(ax[1, 3], runs_by, "ce_sharp", floors["entropy"], "cross entropy (LOO KDE); floor = entropy")
+    ax[1, 0].set_axis_off()
+    ax[1, 1].set_axis_off()
+    ax[1, 0].text(0, 0.5, _caption(floors), fontsize=9, va="center", family="monospace")
+    fig.tight_layout()
+    out = Path(out)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+
+    n = len(runs_by) + 1
+    cols = min(n, 4)
+    fig3, ax3 = plt.subplots(math.ceil(n / cols), cols, figsize=(4.2 * cols, 3.8 * math.ceil(n / cols)), squeeze=False)
+    _density_panel(ax3.flat[0], axes, arrays["log_prob"], "true posterior")
+    for a, (label, runs) in zip(ax3.flat[1:], runs_by.items()):
+        _density_panel(a, axes, _mean_density(runs), f"{label} (mean of {len(runs)} runs)")
+    for a in list(ax3.flat)[n:]:
+        a.set_axis_off()
+    fig3.tight_layout()
+    with atomic_path(out.with_name("figure3.png")) as tmp:
+        fig3.savefig(tmp, dpi=110)
+    plt.close(fig3)
+
+    summary = summarize(runs_by, floors)
+    with atomic_path(out.with_suffix(".json")) as tmp:
+        tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
+    return summary
+
+
+def _caption(floors: dict) -> str:
+    return ("Scores of 1500 exact posterior draws\n(the floor for sample-based methods):\n"
+            f"  TV, paper's estimator  {floors['tv']:.3f}\n"
+            f"  TV, LOO KDE            {floors['tv_sharp']:.3f}\n"
+            f"  CE, paper's estimator  {floors['ce']:.3f}\n"
+            f"  CE, LOO KDE            {floors['ce_sharp']:.3f}\n"
+            f"  entropy of the truth   {floors['entropy']:.3f}")

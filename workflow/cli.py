@@ -1,0 +1,93 @@
+"""``pmd-bench``: run one method on one experiment, make data, set up tracking, render reports.
+
+The Snakemake rules call these verbs; they work the same by hand::
+
+    pmd-bench init-store
+    pmd-bench make-data mixture --out results/mixture/data.npz
+    pmd-bench run mixture --method pmd --seed 0 --data results/mixture/data.npz \
+        --out results/mixture/runs/pmd/seed0.npz
+    pmd-bench report figure1 --data results/mixture/data.npz \
+        --runs results/mixture/runs/*/seed*.npz --out results/figures/figure1.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import config as config_mod
+from .experiments import mixture
+from .tracking import init_store, tracking_uri
+
+EXPERIMENTS = {"mixture": mixture}
+
+
+def _experiment_name(cfg: dict, experiment: str) -> str:
+    return f"{cfg['tracking']['experiment_prefix']}/{experiment}"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pmd-bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="workflow config YAML (default: the embedded default)")
+    sub = parser.add_subparsers(dest="verb", required=True)
+
+    p = sub.add_parser("init-store", help="create the MLflow store and experiments (once, before runs)")
+    p.add_argument("--marker", help="touch this file when done (for Snakemake)")
+
+    p = sub.add_parser("make-data", help="simulate an experiment's data and its exact posterior")
+    p.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("run", help="run one method with one seed on one experiment")
+    p.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    p.add_argument("--method", required=True, help="a method label of the config's experiment section")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--params", help="JSON object replacing the method's config entry")
+
+    p = sub.add_parser("report", help="render a figure or table from result files")
+    p.add_argument("what", choices=["figure1"])
+    p.add_argument("--data", required=True)
+    p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
+    p.add_argument("--out", required=True, help="figure path (.png); a .json summary goes beside it")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``pmd-bench`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        cfg = config_mod.load(args.config)
+        uri = tracking_uri(cfg["tracking"]["uri"])
+        if args.verb == "init-store":
+            init_store(uri, [_experiment_name(cfg, name) for name in EXPERIMENTS])
+            if args.marker:
+                Path(args.marker).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.marker).write_text(uri + "\n")
+        elif args.verb == "make-data":
+            meta = EXPERIMENTS[args.experiment].make_data(cfg[args.experiment], args.out)
+            print(json.dumps(meta["floor"], indent=1))
+        elif args.verb == "run":
+            section = cfg[args.experiment]
+            if args.method not in section["methods"] and args.params is None:
+                raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
+                                 f"({', '.join(section['methods'])}); pass --params to give its settings")
+            params = json.loads(args.params) if args.params else None
+            meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out, uri,
+                                                        _experiment_name(cfg, args.experiment), params)
+            print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s")
+        elif args.verb == "report":
+            from reports import figure1
+
+            figure1.render(args.data, args.runs, args.out)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"pmd-bench: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

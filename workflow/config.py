@@ -1,0 +1,45 @@
+"""Load and validate the workflow configuration against its JSON schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+DEFAULT_CONFIG = Path(__file__).parent / "config" / "default.yaml"
+SCHEMA = Path(__file__).parent / "schemas" / "config.schema.json"
+
+
+class ConfigFileError(ValueError):
+    """The configuration file is missing, unreadable or breaks the schema; the message says where."""
+
+
+def schema() -> dict:
+    """The JSON schema every configuration must satisfy (the one Snakemake validates too)."""
+    return json.loads(SCHEMA.read_text())
+
+
+def validate(config: dict, source: str = "<config>") -> dict:
+    """Raise :class:`ConfigFileError` naming the field and the rule broken, else return ``config``."""
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(config), key=lambda e: list(e.path))
+    if errors:
+        lines = [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors]
+        raise ConfigFileError(f"{source} breaks the config schema:\n  " + "\n  ".join(lines))
+    return config
+
+
+def load(path: str | Path | None = None) -> dict[str, Any]:
+    """Read a YAML config (the embedded default when ``path`` is None) and validate it."""
+    path = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        config = yaml.safe_load(path.read_text())
+    except FileNotFoundError as err:
+        raise ConfigFileError(f"config file {path} does not exist") from err
+    except yaml.YAMLError as err:
+        raise ConfigFileError(f"config file {path} is not valid YAML: {err}") from err
+    if not isinstance(config, dict):
+        raise ConfigFileError(f"config file {path} must hold a mapping, got {type(config).__name__}")
+    return validate(config, str(path))

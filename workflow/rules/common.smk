@@ -1,0 +1,25 @@
+# Shared definitions: every rule's outputs that `rule all` collects, and the resolved config that
+# the `pmd-bench` CLI reads (Snakemake merges workflow/config/default.yaml with --configfile).
+import json
+
+import yaml
+
+ALL_TARGETS = []
+RESOLVED_CONFIG = f"{RESULTS}/config.yaml"
+
+# One XLA thread per job: Snakemake's --cores decides the parallelism, not each JAX process.
+shell.prefix("export XLA_FLAGS='--xla_cpu_multi_thread_eigen=false'; ")
+
+
+rule resolved_config:
+    output:
+        RESOLVED_CONFIG,
+    params:
+        config=json.dumps(config, sort_keys=True),
+    run:
+        import os, tempfile
+
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(output[0]) or ".")
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump(json.loads(params.config), f, sort_keys=False)
+        os.replace(tmp, output[0])

@@ -1,0 +1,50 @@
+# The mixture experiment (section 6, Figures 1 and 3): data -> one job per method and seed -> figures.
+MIX_DIR = f"{RESULTS}/mixture"
+MIX_METHODS = list(config["mixture"]["methods"])
+MIX_SEEDS = list(range(config["mixture"]["seeds"]))
+FIGURE1 = f"{RESULTS}/figures/figure1.png"
+
+ALL_TARGETS.append(FIGURE1)
+
+
+rule mixture_data:
+    input:
+        config=RESOLVED_CONFIG,
+    output:
+        f"{MIX_DIR}/data.npz",
+    log:
+        f"{RESULTS}/logs/mixture_data.log",
+    shell:
+        "pmd-bench --config {input.config} make-data mixture --out {output} > {log} 2>&1"
+
+
+rule mixture_run:
+    input:
+        config=RESOLVED_CONFIG,
+        data=f"{MIX_DIR}/data.npz",
+        store=f"{RESULTS}/.tracking-store",
+    output:
+        f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz",
+    wildcard_constraints:
+        method="|".join(MIX_METHODS),
+        seed=r"\d+",
+    log:
+        f"{RESULTS}/logs/mixture/{{method}}-seed{{seed}}.log",
+    threads: 1
+    shell:
+        "pmd-bench --config {input.config} run mixture --method {wildcards.method} --seed {wildcards.seed}"
+        " --data {input.data} --out {output} > {log} 2>&1"
+
+
+rule mixture_figures:
+    input:
+        data=f"{MIX_DIR}/data.npz",
+        runs=expand(f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz", method=MIX_METHODS, seed=MIX_SEEDS),
+    output:
+        figure1=FIGURE1,
+        figure3=f"{RESULTS}/figures/figure3.png",
+        summary=f"{RESULTS}/figures/figure1.json",
+    log:
+        f"{RESULTS}/logs/mixture_figures.log",
+    shell:
+        "pmd-bench report figure1 --data {input.data} --runs {input.runs} --out {output.figure1} > {log} 2>&1"
