@@ -14,9 +14,10 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/mixture.smk"
+include: "workflow/rules/rate.smk"
 
 
 rule all:
     default_target: True
     input:
-        ALL_TARGETS,
+        ALL_TARGETS + DATASET_TARGETS,

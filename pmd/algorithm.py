@@ -28,6 +28,10 @@ Choices the paper leaves open, made here and tested in ``tests/test_pmd_*.py``:
   ``info["exponent"]`` is that weight ``λ_t = 1 - Π(1-γ_s)`` (1: the full likelihood).
   Weighted-particle steps keep every log-weight exactly, lose nothing by a small ESS and are not
   capped unless ``particle_ess_floor`` is set.
+* The ``m_t`` locations of a KDE step are drawn with stratified component indices (each is still
+  marginally a draw from ``q̃_t``, as eq. 6 requires): with i.i.d. draws the mass of each mode of
+  a multimodal posterior drifts at every redraw, and the ``-γ log q̃_t`` term corrects that drift
+  only at rate ``γ_t``.
 * The growing particle schedule ``m_t`` applies to the KDE draws; a buffer of ``num_particles``
   slots holds them and unused slots carry ``-inf`` log-weight, so shapes stay static under ``jit``.
 """
@@ -160,7 +164,7 @@ class PMD:
             return self.model.sample_prior(key, m), jnp.zeros((m,), state.positions.dtype)
 
         def from_kde(_):
-            new = kde_sample(key, state.positions, state.log_weights, state.chol, m)
+            new = kde_sample(key, state.positions, state.log_weights, state.chol, m, stratified=True)
             log_q = kde_log_density(new, state.positions, state.log_weights, state.chol)
             return new, self.model.log_prior_many(new) - log_q
 

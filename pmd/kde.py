@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
 
-from .weights import categorical_draw
+from .weights import categorical_draw, stratified_draw
 
 Array = jax.Array
 
@@ -47,9 +47,14 @@ def kde_log_density(points: Array, centers: Array, log_weights: Array, chol: Arr
     return logsumexp(gaussian_kernel_log_matrix(points, centers, chol) + log_w[None, :], axis=1)
 
 
-def kde_sample(key: Array, centers: Array, log_weights: Array, chol: Array, n: int) -> Array:
-    """Draw ``n`` points from the weighted KDE: a component by weight, plus ``L ε`` noise."""
+def kde_sample(key: Array, centers: Array, log_weights: Array, chol: Array, n: int,
+               stratified: bool = False) -> Array:
+    """Draw ``n`` points from the weighted KDE: a component by weight, plus ``L ε`` noise.
+
+    ``stratified`` picks the components by :func:`pmd.weights.stratified_draw` (each point is still
+    marginally a draw from the KDE) instead of independently.
+    """
     k_idx, k_eps = jax.random.split(key)
-    idx = categorical_draw(k_idx, log_weights, n)
+    idx = (stratified_draw if stratified else categorical_draw)(k_idx, log_weights, n)
     eps = jax.random.normal(k_eps, (n, centers.shape[1]), dtype=centers.dtype)
     return centers[idx] + eps @ chol.T

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 from . import config as config_mod
-from .experiments import mixture
+from .experiments import mixture, rate
+from .results import save_json
 from .tracking import init_store, tracking_uri
 
 EXPERIMENTS = {"mixture": mixture}
@@ -47,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--params", help="JSON object replacing the method's config entry")
+
+    p = sub.add_parser("rate", help="measure Theorem 5's O(m^-1/2) rate on the conjugate model")
+    p.add_argument("--particles", type=int, nargs="+", default=[100, 300, 1000, 3000])
+    p.add_argument("--seeds", type=int, default=100)
+    p.add_argument("--out", required=True, help="result JSON; a .png plot goes beside it")
 
     p = sub.add_parser("report", help="render a figure or table from result files")
     p.add_argument("what", choices=["figure1"])
@@ -79,6 +85,13 @@ def main(argv: list[str] | None = None) -> int:
             meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out, uri,
                                                         _experiment_name(cfg, args.experiment), params)
             print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s")
+        elif args.verb == "rate":
+            from reports import rate as rate_report
+
+            result = rate.measure(args.particles, args.seeds)
+            save_json(args.out, result)
+            rate_report.render(args.out, Path(args.out).with_suffix(".png"))
+            print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
         elif args.verb == "report":
             from reports import figure1
 

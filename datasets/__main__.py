@@ -1,0 +1,7 @@
+"""``python -m datasets``: see :mod:`datasets.cli`."""
+
+import sys
+
+from datasets.cli import main
+
+sys.exit(main())

@@ -1,0 +1,17 @@
+# Theorem 5's O(m^-1/2) rate, measured on the conjugate Gaussian model.
+RATE = f"{RESULTS}/figures/rate.json"
+
+ALL_TARGETS.append(RATE)
+
+
+rule rate:
+    output:
+        result=RATE,
+        plot=f"{RESULTS}/figures/rate.png",
+    params:
+        particles=" ".join(map(str, config["rate"]["particles"])),
+        seeds=config["rate"]["seeds"],
+    log:
+        f"{RESULTS}/logs/rate.log",
+    shell:
+        "pmd-bench rate --particles {params.particles} --seeds {params.seeds} --out {output.result} > {log} 2>&1"
