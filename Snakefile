@@ -2,7 +2,11 @@
 # `--configfile workflow/config/paper.yaml` runs the paper's full settings.
 from snakemake.utils import validate
 
-configfile: "workflow/config/default.yaml"
+# The default config applies only when none is given: Snakemake deep-merges config files, which
+# would add the default's methods to any other config's.
+if not config:
+
+    configfile: "workflow/config/default.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.json")

@@ -7,7 +7,7 @@ The library has no dependency on the workflow, MLflow or Snakemake: ``Model`` + 
 from .algorithm import PMD, PMDState
 from .interface import ConfigError, InferenceMethod
 from .model import Model, ModelError
-from .posterior import GaussianPosterior, KDEPosterior, ParticlePosterior, Posterior
+from .posterior import GaussianPosterior, KDEPosterior, MixturePosterior, ParticlePosterior, Posterior
 from .runner import RunResult, run
 
 __version__ = "0.1.0"
@@ -21,6 +21,7 @@ __all__ = [
     "ModelError",
     "GaussianPosterior",
     "KDEPosterior",
+    "MixturePosterior",
     "ParticlePosterior",
     "Posterior",
     "RunResult",

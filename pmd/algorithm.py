@@ -193,14 +193,18 @@ class PMD:
         active = jnp.isfinite(prev)
         direction = jnp.where(active, base + loglik - jnp.where(active, prev, 0.0), 0.0)
         scheduled = jnp.asarray(self.gamma(state.clock + 1.0), positions.dtype)
-        floor = jnp.where(redraw, self.ess_floor, self.particle_ess_floor)
-        gamma = cap_step_size(prev, direction, scheduled, floor)
+        if self.strategy == "particles" and self.particle_ess_floor == 0:
+            gamma = scheduled  # nothing to cap: skip the bisection
+        else:
+            floor = jnp.where(redraw, self.ess_floor, self.particle_ess_floor)
+            gamma = cap_step_size(prev, direction, scheduled, floor)
         log_w = normalize(jnp.where(active, prev + gamma * direction, -jnp.inf))
         new = PMDState(
             positions=positions,
             log_weights=log_w,
             base=base,
-            chol=self.bandwidth(positions, log_w, gamma),
+            # fixed particles never draw from a KDE: their kernel is left as it was
+            chol=state.chol if self.strategy == "particles" else self.bandwidth(positions, log_w, gamma),
             step=t,
             clock=state.clock + gamma / scheduled,
             exponent=(1.0 - gamma) * state.exponent + gamma,

@@ -131,6 +131,7 @@ def loo_bandwidth(samples: Array, log_weights: Array, num_candidates: int = 32) 
     d = samples.shape[1]
     log_w = normalize(log_weights)
     scale = jnp.sqrt(jnp.trace(weighted_cov(samples, log_weights)) / d)
+    scale = jnp.where(scale > 0, scale, 1.0)  # a single distinct sample: unit scale
     candidates = scale * jnp.geomspace(0.01, 1.0, num_candidates)
     sq = pairwise_sq_distances(samples, samples)
     others = sq > 1e-12 * scale**2
@@ -148,6 +149,9 @@ def loo_bandwidth(samples: Array, log_weights: Array, num_candidates: int = 32) 
 
 def _estimators(samples: Array, log_weights: Array) -> dict:
     median = median_distance(samples, log_weights)
+    # One distinct sample (an MCMC run just past burn-in) has no pairwise distance: fall back to
+    # the unit scale of the problem rather than a NaN bandwidth.
+    median = jnp.where(jnp.isfinite(median) & (median > 0), median, 1.0)
     return {
         "kde_median": kde_fit(samples, log_weights, 0.1 * median),
         "gaussian": gaussian_fit(samples, log_weights),

@@ -8,13 +8,16 @@ gives weighted samples, the mean and covariance, expectations, draws and, where 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 
-from .kde import kde_log_density, kde_sample
+from jax.scipy.special import logsumexp
+
+from .kde import kde_log_density, kde_sample, pairwise_sq_distances
 from .weights import categorical_draw, effective_sample_size, normalize
 
 Array = jax.Array
@@ -163,4 +166,38 @@ class GaussianPosterior:
     def log_density(self, theta: Array) -> Array:
         points = jnp.atleast_2d(theta)
         out = kde_log_density(points, self.loc[None, :], jnp.zeros((1,)), self.chol)
+        return out[0] if theta.ndim == 1 else out
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class MixturePosterior(ParticlePosterior):
+    """``q(θ) = Σ_i α_i N(θ; μ_i, σ_i² I)``: a weighted Gaussian mixture with its own isotropic
+    width per component (NPV's family; GHB12 sec. 3). ``samples`` are the means ``μ_i``; as for
+    :class:`pmd.posterior.KDEPosterior`, ``weighted_samples`` and ``expectation`` use the centres."""
+
+    stds: Array  # (m,)
+
+    def cov(self) -> Array:
+        """The weighted covariance of the centres plus ``Σ_i α_i σ_i² I``."""
+        d = self.samples.shape[1]
+        return super().cov() + (self.weights @ self.stds**2) * jnp.eye(d, dtype=self.samples.dtype)
+
+    def sample(self, key: Array, n: int) -> Array:
+        k_idx, k_eps = jax.random.split(key)
+        idx = categorical_draw(k_idx, self.log_weights, n)
+        eps = jax.random.normal(k_eps, (n, self.samples.shape[1]), dtype=self.samples.dtype)
+        return self.samples[idx] + self.stds[idx, None] * eps
+
+    def has_density(self) -> bool:
+        return True
+
+    def log_density(self, theta: Array) -> Array:
+        """``log q(θ)`` for one ``θ (d,)`` or many ``(n, d)``."""
+        points = jnp.atleast_2d(theta)
+        d = points.shape[1]
+        var = self.stds**2
+        sq = pairwise_sq_distances(points, self.samples)  # (n, m)
+        log_k = -0.5 * sq / var - 0.5 * d * jnp.log(2.0 * math.pi * var)
+        out = logsumexp(log_k + (self.log_weights - logsumexp(self.log_weights)), axis=1)
         return out[0] if theta.ndim == 1 else out

@@ -39,7 +39,7 @@ def _density_panel(ax, axes, log_prob: np.ndarray, title: str) -> None:
 
 def _mean_density(runs) -> np.ndarray:
     """The log of the seed-averaged normalised density on the grid."""
-    dens = [np.exp(a["final_log_density"] - np.logaddexp.reduce(a["final_log_density"])) for a, _ in runs]
+    dens = [np.exp(lp - np.logaddexp.reduce(lp)) for lp in (a["final_log_density"].astype(np.float64) for a, _ in runs)]
     return np.log(np.mean(dens, axis=0) + 1e-300)
 
 

@@ -5,26 +5,45 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import baselines
 import pmd
 from pmd import ConfigError, InferenceMethod, Model
 
-METHODS: dict[str, type] = {"pmd": pmd.PMD}
+METHODS: dict[str, type] = {"pmd": pmd.PMD, **baselines.METHODS}
 
 
-def build(label: str, spec: dict[str, Any], model: Model, data: Any) -> InferenceMethod:
+RUN_KEYS = ("batch_size", "num_passes", "eval_every")
+
+
+def split_spec(label: str, spec: dict[str, Any], defaults: dict[str, Any]) -> tuple[dict, dict]:
+    """Split a config entry into the method's constructor arguments and its run settings.
+
+    A method entry may override the experiment's ``batch_size``, ``num_passes`` and
+    ``eval_every`` (Gibbs sweeps the whole data set per step, so it needs far fewer steps).
+    """
+    spec = dict(spec)
+    run = {key: spec.pop(key, defaults[key]) for key in RUN_KEYS}
+    return spec, run
+
+
+def build(label: str, spec: dict[str, Any], model: Model, data: Any, num_steps: int) -> InferenceMethod:
     """Construct the method a config entry describes.
 
     ``spec`` holds the constructor's keyword arguments and optionally ``method`` (the registry
     name, defaulting to ``label``), so one method can appear under several labels with different
-    settings. Methods whose constructor takes ``data`` (Gibbs, full-data NPV) receive the data set.
+    settings. Methods whose constructor takes ``data`` (Gibbs, full-data NPV) receive the data set;
+    those that take ``num_steps`` (to check a burn-in against the run length) receive it.
     """
     spec = dict(spec)
     name = spec.pop("method", label)
     if name not in METHODS:
         raise ConfigError(f"method {label!r}: unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
     cls = METHODS[name]
-    if "data" in inspect.signature(cls).parameters:
+    accepted = inspect.signature(cls).parameters
+    if "data" in accepted:
         spec["data"] = data
+    if "num_steps" in accepted and "num_steps" not in spec:
+        spec["num_steps"] = num_steps
     try:
         return cls(model, data_size=len(data), **spec)
     except TypeError as err:

@@ -29,6 +29,8 @@ class WellingTehMixture:
 
     def log_likelihood(self, theta, x):
         """``log p(x|θ)`` for one scalar datum."""
+        if jnp.ndim(x) != 0:
+            raise ValueError(f"a mixture datum is a scalar, got shape {jnp.shape(x)}")
         sx, p = self.noise_std, self.weight
         comp = jnp.stack([
             math.log(p) + gaussian_log_density(x[None], theta[0:1], sx),

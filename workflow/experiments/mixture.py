@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -65,11 +66,11 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
             uri: str, experiment: str, params: dict[str, Any] | None = None) -> dict:
     """Run method ``label`` with ``seed`` on the mixture data, log it to MLflow, write ``out``."""
     x, true, _ = load_data(data_path)
-    spec = dict(cfg["methods"][label] if params is None else params)
-    model = WellingTehMixture().model()
-    method = methods.build(label, spec, model, jnp.asarray(x))
-    run_params = {"method": label, "seed": seed, "batch_size": cfg["batch_size"], "num_passes": cfg["num_passes"],
-                  "eval_every": cfg["eval_every"], "num_data": len(x), **{f"method.{k}": v for k, v in spec.items()}}
+    spec, settings = methods.split_spec(label, cfg["methods"][label] if params is None else params, cfg)
+    num_steps = max(1, math.ceil(settings["num_passes"] * len(x) / settings["batch_size"]))
+    method = methods.build(label, spec, WellingTehMixture().model(), jnp.asarray(x), num_steps)
+    run_params = {"method": label, "seed": seed, "num_data": len(x), **settings,
+                  **{f"method.{k}": v for k, v in spec.items()}}
     key = jax.random.key(seed)
 
     def evaluate(posterior, k):
@@ -77,8 +78,7 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
 
     with tracked_run(uri, experiment, f"{label}-seed{seed}", run_params, {"experiment": EXPERIMENT}) as logger:
         t0 = time.perf_counter()
-        result = run(method, jnp.asarray(x), key, batch_size=cfg["batch_size"], num_passes=cfg["num_passes"],
-                     eval_every=cfg["eval_every"], evaluate=evaluate, logger=logger)
+        result = run(method, jnp.asarray(x), key, evaluate=evaluate, logger=logger, **settings)
         density = display_density(result.posterior, true, jax.random.fold_in(key, 1))
         meta = {"method": label, "seed": seed, "params": run_params, "step_seconds": result.step_seconds,
                 "eval_seconds": result.eval_seconds, "total_seconds": time.perf_counter() - t0,

@@ -1,10 +1,14 @@
 # Shared definitions: every rule's outputs that `rule all` collects, and the resolved config that
 # the `pmd-bench` CLI reads (Snakemake merges workflow/config/default.yaml with --configfile).
 import json
+import shlex
+import sys
 
 import yaml
 
 ALL_TARGETS = []
+# The CLI through this interpreter: no PATH set-up needed (`pmd-bench` is the same entry point).
+PMD_BENCH = f"{shlex.quote(sys.executable)} -m workflow.cli"
 RESOLVED_CONFIG = f"{RESULTS}/config.yaml"
 
 # One XLA thread per job: Snakemake's --cores decides the parallelism, not each JAX process.

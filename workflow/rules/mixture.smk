@@ -15,7 +15,7 @@ rule mixture_data:
     log:
         f"{RESULTS}/logs/mixture_data.log",
     shell:
-        "pmd-bench --config {input.config} make-data mixture --out {output} > {log} 2>&1"
+        PMD_BENCH + " --config {input.config} make-data mixture --out {output} > {log} 2>&1"
 
 
 rule mixture_run:
@@ -32,8 +32,8 @@ rule mixture_run:
         f"{RESULTS}/logs/mixture/{{method}}-seed{{seed}}.log",
     threads: 1
     shell:
-        "pmd-bench --config {input.config} run mixture --method {wildcards.method} --seed {wildcards.seed}"
-        " --data {input.data} --out {output} > {log} 2>&1"
+        PMD_BENCH + " --config {input.config} run mixture --method {wildcards.method} --seed {wildcards.seed}"
+        + " --data {input.data} --out {output} > {log} 2>&1"
 
 
 rule mixture_figures:
@@ -47,4 +47,4 @@ rule mixture_figures:
     log:
         f"{RESULTS}/logs/mixture_figures.log",
     shell:
-        "pmd-bench report figure1 --data {input.data} --runs {input.runs} --out {output.figure1} > {log} 2>&1"
+        PMD_BENCH + " report figure1 --data {input.data} --runs {input.runs} --out {output.figure1} > {log} 2>&1"

@@ -14,4 +14,4 @@ rule rate:
     log:
         f"{RESULTS}/logs/rate.log",
     shell:
-        "pmd-bench rate --particles {params.particles} --seeds {params.seeds} --out {output.result} > {log} 2>&1"
+        PMD_BENCH + " rate --particles {params.particles} --seeds {params.seeds} --out {output.result} > {log} 2>&1"

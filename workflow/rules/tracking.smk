@@ -10,4 +10,4 @@ rule tracking_store:
     log:
         f"{RESULTS}/logs/tracking_store.log",
     shell:
-        "pmd-bench --config {input} init-store --marker {output} > {log} 2>&1"
+        PMD_BENCH + " --config {input} init-store --marker {output} > {log} 2>&1"

@@ -1,0 +1,161 @@
+"""Stochastic gradient Langevin dynamics (Welling & Teh, ICML 2011).
+
+Equation (4) of Welling & Teh:
+
+    Δθ_t = ε_t/2 · (∇ log p(θ_t) + N/n Σ_{i=1..n} ∇ log p(x_ti|θ_t)) + η_t,   η_t ~ N(0, ε_t I),
+
+with the step size ``ε_t = a (b + t)^(-γ)`` of their section 3. The mini-batch gradient is
+``jax.grad`` of ``log p(θ) + N · mean_b log p(x_b|θ)`` (identical to ``N/n Σ``).
+
+* :class:`SGLD` is one chain, as in the paper and in Dai et al.'s comparison: after ``burn_in``
+  steps (H.1 of Dai et al.: 1000) every ``thin``-th state is retained, and the posterior is the last
+  ``num_particles`` retained states with equal weights (the same memory as PMD's particles).
+* :class:`ParallelSGLD` runs ``num_particles`` independent chains in lockstep on the same
+  mini-batch (what a JAX user would write with ``vmap``); its posterior is the chains' current
+  states, so it needs no burn-in buffer.
+
+BlackJAX writes the same update as ``θ + h ∇ log p + sqrt(2h) ξ``: its ``step_size`` ``h`` is
+``ε/2`` here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from pmd.posterior import ParticlePosterior
+
+from ._common import SampleBuffer, minibatch_log_joint, polynomial_decay, require_burn_in, require_common
+
+Array = jax.Array
+
+
+def langevin_update(key: Array, position: Array, grad: Array, eps: Array) -> Array:
+    """Welling & Teh eq. (4): ``θ + ε/2 · ∇ log p̂(θ) + N(0, ε I)`` for any leading shape."""
+    noise = jax.random.normal(key, position.shape, dtype=position.dtype)
+    return position + 0.5 * eps * grad + jnp.sqrt(eps) * noise
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class SGLDState:
+    """The chain's current state, the retained samples and the step count."""
+
+    position: Array  # (d,)
+    buffer: SampleBuffer
+    step: Array  # int32
+
+
+class SGLD:
+    """One SGLD chain (Welling & Teh 2011, eq. 4) with burn-in and thinning.
+
+    Args:
+        model: the :class:`pmd.Model`.
+        data_size: ``N``.
+        num_particles: ``m``, the retained samples kept (the posterior's size).
+        a, b, gamma: the step size ``ε_t = a (b + t)^(-γ)`` (``γ = 0``: constant ``a``).
+        burn_in: steps discarded before the first retained sample (H.1: 1000).
+        thin: retain every ``thin``-th state after burn-in.
+        num_steps: the run length, when known, to reject a burn-in that retains nothing.
+    """
+
+    def __init__(
+        self,
+        model,
+        data_size: int,
+        num_particles: int,
+        a: float = 0.01,
+        b: float = 1.0,
+        gamma: float = 0.55,
+        burn_in: int = 1000,
+        thin: int = 1,
+        num_steps: int | None = None,
+    ):
+        self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)
+        self.step_size = polynomial_decay(("a", "b", "gamma"), a, b, gamma)
+        self.burn_in, self.thin, self.num_steps = require_burn_in(burn_in, thin, num_steps)
+        self._grad = jax.grad(minibatch_log_joint(self.model, self.data_size))
+        self._step = jax.jit(self._step_impl)
+
+    def init(self, key: Array) -> SGLDState:
+        """The chain starts at a prior draw; the buffer holds ``m`` prior draws until burn-in ends."""
+        k_start, k_buffer = jax.random.split(key)
+        return SGLDState(
+            position=self.model.sample_prior(k_start, 1)[0],
+            buffer=SampleBuffer.from_prior(self.model.sample_prior(k_buffer, self.num_particles)),
+            step=jnp.asarray(0, jnp.int32),
+        )
+
+    def step(self, key: Array, state: SGLDState, batch: Any) -> tuple[SGLDState, dict]:
+        """One Langevin step on a mini-batch (eq. 4), retaining the new state after burn-in."""
+        self.model.check_batch(batch)
+        return self._step(key, state, batch)
+
+    def posterior(self, state: SGLDState) -> ParticlePosterior:
+        """The last ``m`` retained samples, equally weighted."""
+        return state.buffer.posterior()
+
+    def _step_impl(self, key: Array, state: SGLDState, batch: Any) -> tuple[SGLDState, dict]:
+        t = state.step + 1
+        eps = self.step_size(t).astype(state.position.dtype)
+        position = langevin_update(key, state.position, self._grad(state.position, batch), eps)
+        keep = (t > self.burn_in) & ((t - self.burn_in) % self.thin == 0)
+        new = SGLDState(position=position, buffer=state.buffer.retain(position, keep), step=t)
+        return new, {"step_size": eps, "retained": keep}
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class ParallelSGLDState:
+    """The ``m`` chains' current states and the step count."""
+
+    positions: Array  # (m, d)
+    step: Array  # int32
+
+
+class ParallelSGLD:
+    """``num_particles`` independent SGLD chains (Welling & Teh 2011, eq. 4) advanced together.
+
+    Every chain sees the same mini-batch and its own Langevin noise. The posterior is the chains'
+    current states, equally weighted: ``m`` draws that are independent across chains.
+
+    Args:
+        model, data_size, num_particles: as for :class:`SGLD` (``m`` chains).
+        a, b, gamma: the step size ``ε_t = a (b + t)^(-γ)``.
+    """
+
+    def __init__(
+        self,
+        model,
+        data_size: int,
+        num_particles: int,
+        a: float = 0.01,
+        b: float = 1.0,
+        gamma: float = 0.55,
+    ):
+        self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)
+        self.step_size = polynomial_decay(("a", "b", "gamma"), a, b, gamma)
+        self._grads = jax.vmap(jax.grad(minibatch_log_joint(self.model, self.data_size)), in_axes=(0, None))
+        self._step = jax.jit(self._step_impl)
+
+    def init(self, key: Array) -> ParallelSGLDState:
+        """``m`` chains started at independent prior draws."""
+        return ParallelSGLDState(self.model.sample_prior(key, self.num_particles), jnp.asarray(0, jnp.int32))
+
+    def step(self, key: Array, state: ParallelSGLDState, batch: Any) -> tuple[ParallelSGLDState, dict]:
+        """One Langevin step (eq. 4) of every chain on the shared mini-batch."""
+        self.model.check_batch(batch)
+        return self._step(key, state, batch)
+
+    def posterior(self, state: ParallelSGLDState) -> ParticlePosterior:
+        """The chains' current states, equally weighted."""
+        return ParticlePosterior.equally_weighted(state.positions)
+
+    def _step_impl(self, key: Array, state: ParallelSGLDState, batch: Any) -> tuple[ParallelSGLDState, dict]:
+        t = state.step + 1
+        eps = self.step_size(t).astype(state.positions.dtype)
+        positions = langevin_update(key, state.positions, self._grads(state.positions, batch), eps)
+        return ParallelSGLDState(positions, t), {"step_size": eps}

@@ -1,0 +1,72 @@
+"""The cost of one PMD step against the unavoidable core, measured in the same run.
+
+* Weighted particles on Bayesian logistic regression (m = 1000, d = 50, batch 100): the core is
+  the ``(m×d)·(d×B)`` matrix product every likelihood evaluation needs.
+* A weighted-KDE step (m = 1000, the same model): the core is the ``m×m`` pairwise squared
+  distances that evaluating ``q̃_t`` at the new draws needs.
+
+Goal: each step within 3× its core. Run: ``python benchmarks/bench_pmd_step.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+
+from pmd import PMD, Model
+from pmd.kde import pairwise_sq_distances
+
+
+def logistic_model(dim: int) -> Model:
+    """Bayesian logistic regression, N(0, I) prior, data ``{"x": (d,), "y": ±1}`` (H.2)."""
+    return Model(
+        dim=dim,
+        log_prior=lambda w: -0.5 * jnp.sum(w**2),
+        log_likelihood=lambda w, d: -jax.nn.softplus(-d["y"] * jnp.dot(w, d["x"])),
+        sample_prior=lambda key, n: jax.random.normal(key, (n, dim)),
+    )
+
+
+def median_seconds(fn, *args, repeats: int) -> float:
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--particles", type=int, default=1000)
+    parser.add_argument("--dim", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=50)
+    args = parser.parse_args()
+    m, d, b = args.particles, args.dim, args.batch
+    key = jax.random.key(0)
+    batch = {"x": jax.random.normal(key, (b, d)), "y": jnp.sign(jax.random.normal(jax.random.key(1), (b,)))}
+    model = logistic_model(d)
+    print(f"backend: {jax.default_backend()}, m={m}, d={d}, batch={b}")
+    results = []
+    for strategy, core_name, core in [
+        ("particles", "(m×d)·(d×B) matmul", jax.jit(lambda th, x: th @ x.T)),
+        ("kde", "m×m pairwise distances", jax.jit(pairwise_sq_distances)),
+    ]:
+        algo = PMD(model, data_size=10**5, num_particles=m, strategy=strategy)
+        state, _ = algo.step(key, algo.init(key), batch)  # past the first step, which draws from the prior
+        step = jax.jit(lambda k, s: algo.step(k, s, batch))
+        t_step = median_seconds(step, key, state, repeats=args.repeats)
+        core_args = (state.positions, batch["x"]) if strategy == "particles" else (state.positions, state.positions)
+        t_core = median_seconds(core, *core_args, repeats=args.repeats)
+        results.append((strategy, t_step, core_name, t_core))
+        print(f"{strategy:9s} step {t_step * 1e3:8.3f} ms | core ({core_name}) {t_core * 1e3:8.3f} ms "
+              f"| ratio {t_step / t_core:6.2f} (goal ≤ 3)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Bayesian logistic regression (Dai et al. 2016, section 6 and Appendix H.2).
+
+``p(y|x,w) = 1 / (1 + exp(-y wᵀx))`` with ``y ∈ {-1, +1}`` and the prior ``w ~ N(0, s² I)``
+(H.2: the identity, ``s = 1``). The bias is a weight on a constant feature appended to every
+input (:func:`add_bias`), so on the PCA-50 MNIST features ``d = 51``. A datum is the pytree
+``{"x": (d,), "y": ()}``; a data set is ``{"x": (N, d), "y": (N,)}``.
+
+The predictive scores of any posterior ``q`` on test pairs ``(x_j, y_j)`` (section 6 reports the
+test error) are Monte Carlo averages over ``q``'s weighted samples ``(w_i, α_i)``:
+
+* predictive probability ``p̂(y_j|x_j) = Σ_i α_i σ(y_j w_iᵀx_j)`` (the posterior predictive);
+* test error: the fraction of ``j`` with ``p̂(y_j|x_j) ≤ ½`` (the Bayes decision under 0-1 loss;
+  a tie counts as an error);
+* test log-likelihood: ``1/J Σ_j log p̂(y_j|x_j)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from ..model import Model, ModelError, gaussian_log_density
+from ..posterior import Posterior
+from ..weights import normalize
+
+Array = jax.Array
+
+
+def add_bias(x: np.ndarray) -> np.ndarray:
+    """``(N, p) -> (N, p + 1)``: the inputs with a last column of ones (the bias feature)."""
+    x = np.asarray(x, np.float32)
+    if x.ndim != 2:
+        raise ModelError(f"inputs must be a 2-d (rows, features) array, got shape {x.shape}")
+    return np.concatenate([x, np.ones((x.shape[0], 1), np.float32)], axis=1)
+
+
+def labelled(x: np.ndarray, y: np.ndarray, *, bias: bool = True) -> dict[str, np.ndarray]:
+    """The data pytree ``{"x": (N, d), "y": (N,)}`` (float32; a bias column appended when ``bias``).
+
+    Raises :class:`pmd.ModelError` when the labels are not all -1 or +1 or the row counts differ.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != np.shape(x)[0]:
+        raise ModelError(f"labels must be a (N,) array matching the {np.shape(x)[0]} input rows, got shape {y.shape}")
+    bad = ~np.isin(y, (-1, 1))
+    if bad.any():
+        raise ModelError(f"labels must be -1 or +1; found {np.unique(y[bad])[:5].tolist()}")
+    return {"x": add_bias(x) if bias else np.asarray(x, np.float32), "y": y.astype(np.float32)}
+
+
+@dataclass(frozen=True)
+class BayesianLogisticRegression:
+    """``y | x, w ~ p(y|x,w) = σ(y wᵀx)``, ``w ~ N(0, prior_std² I_d)`` (H.2).
+
+    Args:
+        dim: ``d``, the number of weights (features including the bias column).
+        prior_std: ``s``, the prior's standard deviation (H.2: 1).
+    """
+
+    dim: int
+    prior_std: float = 1.0
+
+    def log_likelihood(self, w: Array, datum: Any) -> Array:
+        """``log σ(y wᵀx) = -log(1 + exp(-y wᵀx))`` for one datum ``{"x": (d,), "y": ()}``."""
+        return -jnp.logaddexp(0.0, -datum["y"] * (datum["x"] @ w))
+
+    def log_prior(self, w: Array) -> Array:
+        """``log N(w; 0, s² I)``."""
+        return gaussian_log_density(w, 0.0, self.prior_std)
+
+    def model(self) -> Model:
+        """The :class:`pmd.Model` of this problem."""
+        d, s = self.dim, self.prior_std
+        return Model(
+            dim=d,
+            log_prior=self.log_prior,
+            log_likelihood=self.log_likelihood,
+            sample_prior=lambda key, n: s * jax.random.normal(key, (n, d)),
+            name=f"bayesian-logistic-regression-{d}d",
+        )
+
+    def check_model(self, model: Model, datum: dict) -> None:
+        """Raise :class:`pmd.ModelError` unless ``model`` has this prior and likelihood.
+
+        Methods that sample the logistic posterior from its closed-form conditionals (Jaakkola-
+        Jordan SVI, Pólya-Gamma Gibbs) use only this; they check, through the model's public
+        functions at three fixed weights, that the model they are handed is the same one.
+        """
+        if model.dim != self.dim:
+            raise ModelError(f"the model has dim={model.dim}, the logistic regression has d={self.dim} "
+                             "(features including the bias column)")
+        ws = jnp.asarray(np.random.default_rng(0).normal(0.0, 0.3, (3, self.dim)), jnp.float32)
+        datum = jax.tree_util.tree_map(jnp.asarray, datum)
+        ours = jax.vmap(lambda w: model.log_prior(w) + model.log_likelihood(w, datum))(ws)
+        theirs = jax.vmap(lambda w: self.log_prior(w) + self.log_likelihood(w, datum))(ws)
+        if not np.allclose(np.diff(np.asarray(ours)), np.diff(np.asarray(theirs)), rtol=1e-4, atol=1e-4):
+            raise ModelError(f"the model's prior and likelihood are not those of {self} "
+                             "(a N(0, prior_std² I) prior and the logistic likelihood σ(y wᵀx))")
+
+
+def predictive_log_prob(samples: Array, log_weights: Array, x: Array, y: Array) -> Array:
+    """``log p̂(y_j|x_j) = log Σ_i α_i σ(y_j w_iᵀx_j)`` for every test pair: ``(J,)``."""
+    log_lik = -jnp.logaddexp(0.0, -y[None, :] * (samples @ x.T))  # (n, J)
+    return logsumexp(normalize(log_weights)[:, None] + log_lik, axis=0)
+
+
+def predictive_scores(posterior: Posterior, data: dict, key: Array, num_samples: int = 1000) -> dict[str, float]:
+    """Test error and mean test log-likelihood of ``posterior``'s predictive (module docstring).
+
+    Particle posteriors use their own weighted samples; a density-only posterior (a Gaussian)
+    contributes ``num_samples`` draws.
+    """
+    samples, log_w = posterior.weighted_samples(key, num_samples)
+    log_p = predictive_log_prob(samples, log_w, jnp.asarray(data["x"]), jnp.asarray(data["y"]))
+    return {"test_error": float(jnp.mean(log_p <= jnp.log(0.5))), "test_loglik": float(jnp.mean(log_p))}

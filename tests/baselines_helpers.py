@@ -1,0 +1,78 @@
+"""Shared set-up and statistics for the baselines tests (tests/test_baselines_*.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pmd.kde import pairwise_sq_distances
+from pmd.models.conjugate import ConjugateGaussian
+
+
+@dataclass(frozen=True)
+class Conjugate:
+    """The conjugate Gaussian problem of the tests: model, data and closed-form posterior."""
+
+    problem: ConjugateGaussian
+    data: np.ndarray
+    mean: np.ndarray
+    cov: np.ndarray
+
+    @classmethod
+    def make(cls, num_data: int = 100, noise_std: float = 1.0, seed: int = 0) -> "Conjugate":
+        problem = ConjugateGaussian(dim=2, noise_std=noise_std)
+        _, x = problem.simulate(seed, num_data)
+        mean, cov = problem.posterior(x)
+        return cls(problem, x.astype(np.float32), mean, cov)
+
+    @property
+    def model(self):
+        return self.problem.model()
+
+    @property
+    def precision(self) -> float:
+        """``P = s0⁻² + N σ⁻²``, the posterior precision of every coordinate."""
+        return float(1.0 / self.cov[0, 0])
+
+    def minibatch_gradient_variance(self, batch_size: int) -> np.ndarray:
+        """Per-coordinate variance of ``N · mean_b ∇ log p(x_b|θ) = N σ⁻² (mean_b x - θ)`` over
+        batches drawn without replacement: ``(N/σ²)² · S²/B · (N-B)/(N-1)``, ``S²`` the data's
+        population variance."""
+        n, sigma = self.data.shape[0], self.problem.noise_std
+        pop_var = np.var(self.data.astype(np.float64), axis=0)
+        return (n / sigma**2) ** 2 * pop_var / batch_size * (n - batch_size) / (n - 1)
+
+
+def energy_test(x: np.ndarray, y: np.ndarray, key, num_permutations: int = 999) -> float:
+    """Permutation p-value of the energy distance between two samples (Székely & Rizzo 2004).
+
+    ``E = 2 E|X-Y| - E|X-X'| - E|Y-Y'|`` on the pooled distance matrix, against its value under
+    ``num_permutations`` random relabellings; p = (1 + #{E_perm ≥ E_obs}) / (1 + num_permutations).
+    """
+    z = jnp.concatenate([jnp.asarray(x), jnp.asarray(y)])
+    n, total = x.shape[0], z.shape[0]
+    dist = jnp.sqrt(pairwise_sq_distances(z, z))
+
+    def statistic(labels):
+        a = labels / n
+        b = (1.0 - labels) / (total - n)
+        return 2.0 * a @ dist @ b - a @ dist @ a - b @ dist @ b
+
+    observed = statistic(jnp.arange(total) < n)
+    perms = jax.vmap(lambda k: jax.random.permutation(k, total) < n)(jax.random.split(key, num_permutations))
+    null = jax.lax.map(statistic, perms.astype(jnp.float32), batch_size=64)
+    return float((1 + jnp.sum(null >= observed)) / (1 + num_permutations))
+
+
+def robbins_monro_sd(a: float, tau: float, steps: int, curvature: float, noise_var: float) -> float:
+    """Standard deviation, after ``steps`` steps, of SGD on a quadratic with the step size
+    ``η_t = a / (τ + t)`` (``κ = 1``) and gradient noise of variance ``noise_var``.
+
+    The error follows ``e_{t+1} = (1 - η_t λ) e_t + η_t ξ_t``; its variance ``V_t = c / (τ + t)``
+    solves the recursion to first order with ``c (2aλ - 1) = a² σ²`` (needs ``2aλ > 1``).
+    """
+    assert 2 * a * curvature > 1, "the asymptotic formula needs 2aλ > 1"
+    return float(np.sqrt(a**2 * noise_var / ((2 * a * curvature - 1) * (tau + steps))))

@@ -1,0 +1,128 @@
+"""Every baseline has PMD's interface, and bad hyperparameters fail at construction, by name."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pmd
+from baselines import METHODS, NPV, SGLD, SVI, MixtureGibbs, OnePassSMC, ParallelSGLD, StochasticNPV
+from baselines_helpers import Conjugate
+from pmd.models.conjugate import ConjugateGaussian
+from pmd.models.mixture import WellingTehMixture
+
+CONJ = Conjugate.make(num_data=40)
+MIX = WellingTehMixture()
+MIX_DATA = MIX.simulate(seed=0, n=40)
+
+
+def _build(name, **overrides):
+    """A small instance of METHODS[name]: Gibbs on the mixture, the others on the conjugate model."""
+    if name == "gibbs":
+        return METHODS[name](MIX.model(), data_size=40, num_particles=5, data=MIX_DATA, burn_in=1), MIX_DATA
+    extra = {"npv_full": {"data": CONJ.data}, "sgld": {"burn_in": 1}}.get(name, {})
+    return METHODS[name](CONJ.model, data_size=40, num_particles=5, **{**extra, **overrides}), CONJ.data
+
+
+def test_method_names():
+    assert set(METHODS) == {"sgld", "sgld_parallel", "smc", "svi", "gibbs", "npv", "npv_full"}
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_interface(name):
+    algo, data = _build(name)
+    assert isinstance(algo, pmd.InferenceMethod)
+    state = algo.init(jax.random.key(0))
+    jax.tree_util.tree_map(np.testing.assert_array_equal, state, algo.init(jax.random.key(0)))
+    batch = jnp.asarray(data[:8])
+    one, info = algo.step(jax.random.key(1), state, batch)
+    two, _ = algo.step(jax.random.key(1), state, batch)  # pure: same key, same result
+    jax.tree_util.tree_map(np.testing.assert_array_equal, one, two)
+    assert jax.tree_util.tree_structure(one) == jax.tree_util.tree_structure(state)
+    assert all(np.ndim(v) == 0 for v in info.values())
+    post = algo.posterior(one)
+    assert isinstance(post, pmd.Posterior)
+    assert post.mean().shape == (2,) and post.cov().shape == (2, 2)
+    assert np.all(np.isfinite(np.asarray(post.cov())))
+    assert post.sample(jax.random.key(2), 7).shape == (7, 2)
+    if post.has_density():
+        assert np.isfinite(float(post.log_density(jnp.zeros(2))))
+    # the runner drives it inside jit(lax.scan) with evaluations in between
+    res = pmd.run(algo, data, jax.random.key(3), batch_size=10, num_passes=1, eval_every=20,
+                  evaluate=lambda p, k: {"m0": p.mean()[0]})
+    assert np.all(np.isfinite(res.curves["m0"]))
+
+
+def test_full_data_methods_count_what_they_read():
+    gibbs, _ = _build("gibbs")
+    res = pmd.run(gibbs, MIX_DATA, jax.random.key(0), batch_size=8, num_passes=2)
+    assert res.num_steps == 10 and res.visited[-1] == 10 * 40
+    npv, _ = _build("npv_full")
+    res = pmd.run(npv, CONJ.data, jax.random.key(0), batch_size=8, num_passes=1)
+    assert res.visited[-1] >= res.num_steps * 40 and res.visited[-1] % 40 == 0
+
+
+@pytest.mark.parametrize("name", sorted(set(METHODS) - {"gibbs"}))  # the mixture's datum is a scalar
+def test_batches_are_checked(name):
+    algo, _ = _build(name)
+    state = algo.init(jax.random.key(0))
+    with pytest.raises(pmd.ModelError):
+        algo.step(jax.random.key(1), state, jnp.zeros((4, 3)))  # data of the conjugate model are 2-d
+
+
+BAD = [
+    (SGLD, {"a": -0.1}, "a"),
+    (SGLD, {"a": 0.0}, "a"),
+    (SGLD, {"gamma": 1.5}, "gamma"),
+    (SGLD, {"b": -1.0}, "b"),
+    (SGLD, {"num_particles": 0}, "num_particles"),
+    (SGLD, {"burn_in": 100, "num_steps": 100}, "burn_in"),
+    (SGLD, {"burn_in": -1}, "burn_in"),
+    (SGLD, {"thin": 0}, "thin"),
+    (ParallelSGLD, {"a": -1e-3}, "a"),
+    (ParallelSGLD, {"num_particles": 0}, "num_particles"),
+    (OnePassSMC, {"threshold": 1.5}, "threshold"),
+    (OnePassSMC, {"bandwidth": 1.0}, "bandwidth"),
+    (OnePassSMC, {"data_size": 0}, "data_size"),
+    (SVI, {"learning_rate": -0.01}, "learning_rate"),
+    (SVI, {"kappa": 2.0}, "kappa"),
+    (SVI, {"family": "diagonal"}, "family"),
+    (SVI, {"optimizer": "rmsprop"}, "optimizer"),
+    (SVI, {"num_particles": 0}, "num_particles"),
+    (StochasticNPV, {"learning_rate": 0.0}, "learning_rate"),
+    (NPV, {"data": CONJ.data, "iterations": 0}, "iterations"),
+    (NPV, {}, "data"),
+]
+
+
+@pytest.mark.parametrize("cls, kwargs, name", BAD, ids=[f"{c.__name__}-{n}-{i}" for i, (c, _, n) in enumerate(BAD)])
+def test_bad_hyperparameters_fail_at_construction(cls, kwargs, name):
+    args = {"data_size": 40, "num_particles": 5, **kwargs}
+    with pytest.raises(pmd.ConfigError, match=rf"\b{name}\b"):
+        cls(CONJ.model, **args)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"burn_in": 50, "num_steps": 50}, "burn_in"),
+    ({"data": None}, "data"),
+    ({"data": MIX_DATA[:30]}, "data_size"),
+])
+def test_bad_gibbs_configuration(kwargs, name):
+    args = {"data_size": 40, "num_particles": 5, "data": MIX_DATA, **kwargs}
+    with pytest.raises(pmd.ConfigError, match=rf"\b{name}\b"):
+        MixtureGibbs(MIX.model(), **args)
+
+
+def test_gibbs_refuses_a_model_that_is_not_its_mixture():
+    other = WellingTehMixture(noise_std=1.0)
+    with pytest.raises(pmd.ConfigError, match="mixture"):
+        MixtureGibbs(other.model(), data_size=40, num_particles=5, data=MIX_DATA)
+    with pytest.raises(pmd.ConfigError, match="dim"):
+        MixtureGibbs(ConjugateGaussian(dim=3).model(), data_size=40, num_particles=5, data=MIX_DATA)
+
+
+def test_a_model_is_required():
+    with pytest.raises(pmd.ConfigError, match="model"):
+        SGLD(object(), data_size=40, num_particles=5)

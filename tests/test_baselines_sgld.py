@@ -1,0 +1,163 @@
+"""SGLD and parallel SGLD (Welling & Teh 2011, eq. 4) against the conjugate Gaussian and BlackJAX.
+
+On the conjugate model the mini-batch gradient is linear, ``∇ log p̂(θ) = -P (θ - μ*) + u_t`` with
+``u_t`` the mini-batch noise, so each coordinate of an SGLD chain with a constant step ``ε`` is an
+AR(1) process ``θ_{t+1} - μ* = φ (θ_t - μ*) + ε/2 u_t + sqrt(ε) ξ_t``, ``φ = 1 - εP/2``:
+
+* its stationary mean is exactly ``μ*``;
+* with the full-data gradient its stationary variance is ``v_lo = ε / (1 - φ²) = 1 / (P (1 - εP/4))``
+  (the discretisation bias, which vanishes as ``ε → 0``);
+* mini-batch noise adds at most ``ε V_g / (4 P (1 - εP/4))`` (``V_g`` its variance; at most,
+  because batches drawn without replacement within a pass are negatively correlated), so the
+  variance lies in ``[v_lo, v_hi]``;
+* states ``k`` steps apart have correlation ``φ^k``, so ``n`` thinned samples estimate the mean
+  with variance ``v/n · (1+ρ)/(1-ρ)`` and the variance with variance ``2v²/n · (1+ρ²)/(1-ρ²)``,
+  ``ρ = φ^thin`` (the AR(1) effective sample size).
+
+Every tolerance below is 4 such standard errors (plus the bias interval): a wrong drift factor
+(``ε`` instead of ``ε/2``) halves the variance and fails.
+"""
+
+from __future__ import annotations
+
+import blackjax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pmd
+from baselines import SGLD, ParallelSGLD
+from baselines_helpers import Conjugate, energy_test
+from pmd.runner import batch_indices
+
+
+def _moments(samples):
+    samples = np.asarray(samples, np.float64)
+    return samples.mean(axis=0), np.cov(samples.T)
+
+
+def test_sgld_chain_recovers_conjugate_posterior():
+    conj = Conjugate.make(num_data=100)
+    P, batch, thin, kept, burn_in = conj.precision, 10, 200, 500, 1000
+    eps = 0.02 / P  # εP = 0.02: a 0.5% discretisation bias, φ = 0.99
+    num_steps = burn_in + kept * thin
+    algo = SGLD(conj.model, data_size=100, num_particles=kept, a=eps, gamma=0.0, burn_in=burn_in, thin=thin,
+                num_steps=num_steps)
+    res = pmd.run(algo, conj.data, jax.random.key(0), batch_size=batch, num_passes=num_steps * batch / 100)
+    assert int(res.state.buffer.count) == kept
+    mean, cov = _moments(res.posterior.samples)
+
+    v_lo = 1.0 / (P * (1 - eps * P / 4))
+    v_hi = v_lo + eps * conj.minibatch_gradient_variance(batch) / (4 * P * (1 - eps * P / 4))
+    rho = (1 - eps * P / 2) ** thin
+    se_mean = np.sqrt(v_hi / kept * (1 + rho) / (1 - rho))
+    se_var = v_hi * np.sqrt(2 / kept * (1 + rho**2) / (1 - rho**2))
+    np.testing.assert_array_less(np.abs(mean - conj.mean), 4 * se_mean)
+    np.testing.assert_array_less(v_lo - 4 * se_var, np.diag(cov))
+    np.testing.assert_array_less(np.diag(cov), v_hi + 4 * se_var)
+    assert abs(cov[0, 1]) < 4 * np.max(se_var) / np.sqrt(2)  # independent coordinates
+
+
+def test_parallel_sgld_recovers_conjugate_posterior():
+    # Full-batch gradient: the chains are independent, ESS = m exactly, and the stationary
+    # variance is v_lo = 1 / (P (1 - εP/4)); 600 steps shrink the prior start by φ^600 < 1e-13.
+    conj = Conjugate.make(num_data=100)
+    P, m = conj.precision, 1000
+    eps = 0.1 / P
+    algo = ParallelSGLD(conj.model, data_size=100, num_particles=m, a=eps, gamma=0.0)
+    res = pmd.run(algo, conj.data, jax.random.key(1), batch_size=100, num_passes=600)
+    mean, cov = _moments(res.posterior.samples)
+    v_lo = 1.0 / (P * (1 - eps * P / 4))
+    np.testing.assert_array_less(np.abs(mean - conj.mean), 4 * np.sqrt(v_lo / m))
+    np.testing.assert_array_less(np.abs(np.diag(cov) - v_lo), 4 * v_lo * np.sqrt(2 / m))
+    assert abs(cov[0, 1]) < 4 * v_lo / np.sqrt(m)
+
+
+def _scan_chains(step, start, key, rows, data):
+    """Run ``step(key, state, batch)`` over the batches ``data[rows[t]]``; return the final state."""
+    def body(state, inputs):
+        k, r = inputs
+        return step(k, state, data[r]), None
+
+    return jax.lax.scan(body, start, (jax.random.split(key, rows.shape[0]), rows))[0]
+
+
+def test_parallel_sgld_matches_blackjax_sgld():
+    """Same model, step, batches and chain count: the two final clouds are indistinguishable.
+
+    Both start from the same prior draws and are fed the same mini-batch sequence, so the noise
+    shared across chains (the mini-batch noise) is the same realisation; only the Langevin noise
+    differs.
+    BlackJAX's ``θ + h ∇ + sqrt(2h) ξ`` is eq. (4) with ``h = ε/2``. The energy-distance
+    permutation test (999 permutations, fixed seeds) must not reject at the 1% level, and must
+    reject BlackJAX at temperature 1/2 (noise ``sqrt(h) ξ``: the posterior squared, half our
+    variance), which shows the test has the power to see such an error at this sample size.
+    """
+    conj = Conjugate.make(num_data=100)
+    m, batch, num_steps = 500, 10, 600
+    eps = 0.1 / conj.precision
+    k_start, k_ours, k_theirs, k_test = jax.random.split(jax.random.key(2), 4)
+    data = jnp.asarray(conj.data)
+    rows = jnp.asarray(batch_indices(0, 100, batch, num_steps))
+
+    algo = ParallelSGLD(conj.model, data_size=100, num_particles=m, a=eps, gamma=0.0)
+    start = algo.init(k_start)  # both start from the same m prior draws
+    ours = _scan_chains(lambda k, s, b: algo.step(k, s, b)[0], start, k_ours, rows, data).positions
+
+    model = conj.model
+    sgld = blackjax.sgld(blackjax.sgmcmc.gradients.grad_estimator(model.log_prior, model.log_likelihood, 100))
+
+    def blackjax_chains(temperature):
+        step = jax.vmap(sgld.step, in_axes=(0, 0, None, None, None))
+        return _scan_chains(lambda k, p, b: step(jax.random.split(k, m), p, b, eps / 2, temperature),
+                            start.positions, k_theirs, rows, data)
+
+    assert energy_test(np.asarray(ours), np.asarray(blackjax_chains(1.0)), k_test) > 0.01
+    assert energy_test(np.asarray(ours), np.asarray(blackjax_chains(0.5)), k_test) < 0.01
+
+
+def test_step_size_schedule_burn_in_and_thinning():
+    """``ε_t = a (b + t)^-γ`` (W&T sec. 3); after ``burn_in`` steps every ``thin``-th state is kept,
+    and the buffer keeps the last ``m`` of them in a ring."""
+    conj = Conjugate.make(num_data=20)
+    a, b, gamma, burn_in, thin, m = 0.01, 10.0, 0.55, 7, 3, 4
+    algo = SGLD(conj.model, data_size=20, num_particles=m, a=a, b=b, gamma=gamma, burn_in=burn_in, thin=thin)
+    state = algo.init(jax.random.key(0))
+    prior_draws = np.asarray(state.buffer.samples)
+    np.testing.assert_allclose(algo.posterior(state).samples, prior_draws)  # the prior until burn-in ends
+    positions, kept_flags = [], []
+    for t in range(1, 31):
+        state, info = algo.step(jax.random.key(t), state, jnp.asarray(conj.data[:5]))
+        np.testing.assert_allclose(info["step_size"], a * (b + t) ** -gamma, rtol=1e-6)
+        positions.append(np.asarray(state.position))
+        kept_flags.append(bool(info["retained"]))
+    expected = [t > burn_in and (t - burn_in) % thin == 0 for t in range(1, 31)]
+    assert kept_flags == expected
+    kept = np.array(positions)[np.array(expected)]  # 7 retained: steps 10, 13, ..., 28
+    assert int(state.buffer.count) == len(kept) == 7
+    post = algo.posterior(state)
+    retained = np.asarray(post.samples)[np.isfinite(np.asarray(post.log_weights))]
+    assert sorted(map(tuple, retained)) == sorted(map(tuple, kept[-m:]))
+
+
+def test_buffer_posterior_uses_only_retained_samples_while_filling():
+    conj = Conjugate.make(num_data=20)
+    algo = SGLD(conj.model, data_size=20, num_particles=10, a=1e-3, burn_in=2)
+    state = algo.init(jax.random.key(0))
+    for t in range(4):  # steps 3 and 4 are retained
+        state, _ = algo.step(jax.random.key(t), state, jnp.asarray(conj.data[:5]))
+    weights = np.exp(np.asarray(algo.posterior(state).log_weights))
+    np.testing.assert_allclose(weights, [0.5, 0.5] + [0.0] * 8)
+
+
+@pytest.mark.parametrize("cls", [SGLD, ParallelSGLD])
+def test_step_is_pure(cls):
+    conj = Conjugate.make(num_data=20)
+    algo = cls(conj.model, data_size=20, num_particles=3, burn_in=0) if cls is SGLD else \
+        cls(conj.model, data_size=20, num_particles=3)
+    state = algo.init(jax.random.key(0))
+    batch = jnp.asarray(conj.data[:5])
+    one, _ = algo.step(jax.random.key(1), state, batch)
+    two, _ = algo.step(jax.random.key(1), state, batch)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, one, two)

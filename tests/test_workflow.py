@@ -1,0 +1,132 @@
+"""The workflow glue: config validation, the CLI end to end, MLflow logging (also concurrent),
+and results that are never half-written."""
+
+import multiprocessing as mp
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from workflow import cli
+from workflow import config as config_mod
+from workflow.experiments import mixture
+from workflow.results import load_npz, save_npz
+from workflow.tracking import init_store, tracked_run
+
+CI_CONFIG = Path(config_mod.DEFAULT_CONFIG).with_name("ci.yaml")
+
+
+def tiny_config(tmp_path: Path) -> Path:
+    cfg = config_mod.load(CI_CONFIG)
+    cfg["results_dir"] = str(tmp_path / "results")
+    cfg["mixture"].update(seeds=1, num_passes=0.2, eval_every=100, score_samples=100,
+                          grid={"lower": [-3.0, -4.0], "upper": [3.0, 4.0], "size": [21, 27]})
+    cfg["mixture"]["methods"] = {"pmd": {"strategy": "kde", "num_particles": 64}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
+def test_config_breaking_the_schema_names_the_field(tmp_path):
+    cfg = yaml.safe_load(CI_CONFIG.read_text())
+    cfg["mixture"]["seeds"] = 0
+    cfg["mixture"]["batch_size"] = "ten"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(config_mod.ConfigFileError) as err:
+        config_mod.load(path)
+    assert "mixture/seeds" in str(err.value) and "mixture/batch_size" in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_cli_reports_config_errors_without_a_traceback(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text("results_dir: [1, 2]\n")
+    assert cli.main(["--config", str(path), "init-store"]) == 2
+    assert "results_dir" in capsys.readouterr().err
+
+
+def test_cli_end_to_end_logs_to_mlflow(tmp_path, store):
+    config = str(tiny_config(tmp_path))
+    data, out = tmp_path / "data.npz", tmp_path / "runs" / "pmd" / "seed0.npz"
+    assert cli.main(["--config", config, "init-store"]) == 0
+    assert cli.main(["--config", config, "make-data", "mixture", "--out", str(data)]) == 0
+    assert cli.main(["--config", config, "run", "mixture", "--method", "pmd", "--seed", "0",
+                     "--data", str(data), "--out", str(out)]) == 0
+    arrays, meta = load_npz(out)
+    assert list(arrays["visited"]) == [0, 100, 200]
+    assert arrays["final_log_density"].shape == (21 * 27,)
+    assert meta["method"] == "pmd" and meta["seed"] == 0
+
+    client = MlflowClient(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("pmd-bench/mixture").experiment_id])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["method.strategy"] == "kde" and run.data.params["batch_size"] == "10"
+    assert {"pmd_bench.version", "git_commit"} <= set(run.data.tags)
+    history = client.get_metric_history(run.info.run_id, "tv")
+    assert [m.step for m in history] == [0, 100, 200]
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "result")] == ["result/seed0.npz"]
+
+    figure = tmp_path / "fig" / "figure1.png"
+    assert cli.main(["report", "figure1", "--data", str(data), "--runs", str(out), "--out", str(figure)]) == 0
+    assert figure.stat().st_size > 10_000 and figure.with_name("figure3.png").exists()
+
+
+def test_crashed_run_leaves_no_result_and_a_failed_mlflow_run(tmp_path, store, monkeypatch):
+    config = config_mod.load(tiny_config(tmp_path))
+    init_store(store, ["crash"])
+    data, out = tmp_path / "data.npz", tmp_path / "out.npz"
+    mixture.make_data(config["mixture"], data)
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(mixture, "display_density", explode)
+    with pytest.raises(RuntimeError, match="disk full"):
+        mixture.run_one(config["mixture"], "pmd", 0, data, out, store, "crash")
+    assert not out.exists() and not list(tmp_path.glob(".out.npz*"))
+    client = MlflowClient(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("crash").experiment_id])
+    assert run.info.status == "FAILED"
+
+
+def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
+    path = tmp_path / "r.npz"
+    save_npz(path, {"a": np.arange(3)}, {"v": 1})
+    with pytest.raises(TypeError):
+        save_npz(path, {"a": np.arange(3)}, {"v": object()})  # meta not JSON-serialisable
+    arrays, meta = load_npz(path)
+    assert meta == {"v": 1} and list(arrays["a"]) == [0, 1, 2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.npz"]
+
+
+def _log_one(args):
+    uri, index = args
+    with tracked_run(uri, "parallel", f"worker-{index}", {"index": index}) as logger:
+        for step in range(5):
+            logger.log_metrics({"value": index * 10 + step}, step=step * 100)
+
+
+def test_concurrent_runs_all_land_once_the_store_exists(tmp_path, store):
+    """Measured with mlflow 3.17: concurrent first opens of a fresh SQLite store crash; once
+    `init_store` has created it, concurrent writers all succeed."""
+    init_store(store, ["parallel"])
+    with mp.get_context("spawn").Pool(4) as pool:
+        pool.map(_log_one, [(store, i) for i in range(8)])
+    client = MlflowClient(store)
+    runs = client.search_runs([client.get_experiment_by_name("parallel").experiment_id])
+    assert len(runs) == 8 and all(r.info.status == "FINISHED" for r in runs)
+    for r in runs:
+        assert len(client.get_metric_history(r.info.run_id, "value")) == 5
+    mlflow.set_tracking_uri(None)
