@@ -50,6 +50,11 @@ def _curve_panel(ax, runs_by, metric: str, floor_value: float | None, ylabel: st
         ax.fill_between(visited, mean - std, mean + std, color=line.get_color(), alpha=0.2)
     if floor_value is not None:
         ax.axhline(floor_value, color="k", ls="--", lw=1, label="exact draws")
+    # Gibbs visits every datum per sweep and one-pass SMC stops after one pass: the axis spans
+    # decades. Cross entropies of a missed mode are huge: symlog keeps both ends readable.
+    ax.set_xscale("symlog", linthresh=10)
+    if metric.startswith("ce"):
+        ax.set_yscale("symlog", linthresh=1)
     ax.set(xlabel="data points visited", ylabel=ylabel)
     ax.legend(fontsize=7)
 
