@@ -13,7 +13,8 @@ setting). The test also checks that after enough data the iterate is the posteri
 Tolerances (4 standard errors, fixed seeds): a weighted-particle estimate of a mean has standard
 error ``sqrt(v / ESS)``; of a variance, relative error ``sqrt(2 / ESS)``. Errors of earlier steps
 propagate to step T damped by ``Π_{s>t}(1-γ_s)``, so the KDE strategies' standard error is the
-single-step one times ``sqrt(Σ_t Π_{s>t}(1-γ_s)²)``, computed from the run.
+single-step one (at the smallest ESS of the run) times ``sqrt(Σ_t Π_{s>t}(1-γ_s)²)``, computed
+from the run.
 """
 
 import jax
@@ -68,7 +69,7 @@ CASES = {
     # covers the posterior (section 3.1): small N and wide noise. The KDE strategies do not.
     "particles": (10, 5.0, 4000, 2, {}),
     "kde": (500, 1.0, 2000, 25, {}),
-    "hybrid": (500, 1.0, 2000, 25, {"kde_steps": 5, "redraw_below": 0.5, "particle_ess_floor": 0.5}),
+    "hybrid": (500, 1.0, 2000, 25, {}),
 }
 
 
@@ -84,7 +85,9 @@ def test_matches_exact_mirror_descent_iterate(strategy, dim):
     has_kernel = post.has_density()
     mean, var = exact_iterate(prob, n, trace, batch_means, has_kernel)
 
-    ess = float(post.effective_sample_size())
+    # Each redraw adds the error of the weighted set it was drawn from: the smallest ESS of the run
+    # bounds the single-step error (for fixed particles only the final weights matter).
+    ess = float(post.effective_sample_size()) if strategy == "particles" else float(trace["ess"].min())
     inflate = 1.0 if strategy == "particles" else propagation_factor(trace)
     mean_tol = 4 * np.sqrt(var / ess) * inflate
     var_tol = 4 * np.sqrt(2 / ess) * inflate
@@ -107,7 +110,7 @@ def test_reaches_closed_form_posterior(strategy):
     state, trace, _ = run_steps(algo, np.concatenate([x, x]), batch, seed=2) if strategy == "hybrid" else run_steps(algo, x, batch, seed=2)
     post = algo.posterior(state)
     mean, cov = prob.posterior(x)
-    ess = float(post.effective_sample_size())
+    ess = float(post.effective_sample_size()) if strategy == "particles" else float(trace["ess"].min())
     # Tempering left: the iterate's likelihood weight is λ = info["exponent"] (1 when γ_1 = 1).
     lam = float(trace["exponent"][-1])
     var = 1.0 / (prob.prior_std**-2 + lam * n / sigma**2)

@@ -37,8 +37,8 @@ def test_both_modes_kept_and_tv_falls(problem, seed):
     monotone: a KDE redraw can lose ground for a while; exact draws score 0.12-0.2, so this is a
     test of progress, not of accuracy)."""
     mix, x, true = problem
-    algo = PMD(mix.model(), data_size=len(x), num_particles=1000, strategy="hybrid", kde_steps=1,
-               redraw_below=0.5, particle_ess_floor=0.5, bandwidth={"kind": "sqrt", "scale": 1.0})
+    algo = PMD(mix.model(), data_size=len(x), num_particles=1000, strategy="hybrid",
+               bandwidth={"kind": "sqrt", "scale": 1.0})
     result = run(algo, x, jax.random.key(seed), batch_size=10, num_passes=2, eval_every=500,
                  evaluate=lambda post, key: score(post, true, key, 1000))
     post = result.posterior
