@@ -53,8 +53,10 @@ def _curve_panel(ax, runs_by, metric: str, floor_value: float | None, ylabel: st
     # Gibbs visits every datum per sweep and one-pass SMC stops after one pass: the axis spans
     # decades. Cross entropies of a missed mode are huge: symlog keeps both ends readable.
     ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlim(left=0)
     if metric.startswith("ce"):
         ax.set_yscale("symlog", linthresh=1)
+        ax.set_ylim(bottom=min(floor_value if floor_value is not None else 0.0, 0.0) - 0.5)
     ax.set(xlabel="data points visited", ylabel=ylabel)
     ax.legend(fontsize=7)
 
@@ -88,7 +90,7 @@ def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) 
     _curve_panel(ax[1, 3], runs_by, "ce_sharp", floors["entropy"], "cross entropy (LOO KDE); floor = entropy")
     ax[1, 0].set_axis_off()
     ax[1, 1].set_axis_off()
-    ax[1, 0].text(0, 0.5, _caption(floors), fontsize=9, va="center", family="monospace")
+    ax[1, 0].text(0, 0.5, _caption(floors, meta["floor_samples"]), fontsize=9, va="center", family="monospace")
     fig.tight_layout()
     out = Path(out)
     with atomic_path(out) as tmp:
@@ -114,8 +116,8 @@ def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) 
     return summary
 
 
-def _caption(floors: dict) -> str:
-    return ("Scores of 1500 exact posterior draws\n(the floor for sample-based methods):\n"
+def _caption(floors: dict, num_samples: int) -> str:
+    return (f"Scores of {num_samples} exact posterior draws\n(the floor for sample-based methods):\n"
             f"  TV, paper's estimator  {floors['tv']:.3f}\n"
             f"  TV, LOO KDE            {floors['tv_sharp']:.3f}\n"
             f"  CE, paper's estimator  {floors['ce']:.3f}\n"

@@ -38,7 +38,8 @@ def make_data(cfg: dict, out: str | Path) -> dict:
     floors = floor(true, jax.random.key(cfg["data_seed"]), cfg["score_samples"])
     points = grid.points
     mass_right = float(np.exp(np.asarray(true.log_prob))[points[:, 0] > 0].sum())
-    meta = {"floor": floors, "mass_theta1_positive": mass_right, "num_data": len(x),
+    meta = {"floor": floors, "floor_samples": cfg["score_samples"], "mass_theta1_positive": mass_right,
+            "num_data": len(x),
             "grid": {"lower": list(grid.lower), "upper": list(grid.upper), "size": list(grid.size)}}
     save_npz(out, {"x": x, "log_prob": np.asarray(true.log_prob)}, meta)
     return meta
