@@ -99,14 +99,13 @@ def run(
     seed = int(jax.random.randint(k_data, (), 0, 2**31 - 1))
     indices = batch_indices(seed, num_data, batch_size, num_steps)
     step_keys = jax.random.split(k_steps, num_steps)
-    data = jax.tree_util.tree_map(np.asarray, data)
+    device_data = jax.tree_util.tree_map(jnp.asarray, data)
 
     def body(state, inputs):
         k, idx = inputs
         batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), device_data)
         return method.step(k, state, batch)
 
-    device_data = jax.tree_util.tree_map(jnp.asarray, data)
     advance = jax.jit(lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx)))
 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
