@@ -18,6 +18,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/datasets.smk"
 include: "workflow/rules/mixture.smk"
+include: "workflow/rules/logistic.smk"
 include: "workflow/rules/rate.smk"
 
 

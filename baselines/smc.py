@@ -34,7 +34,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.bandwidth import weighted_cov
+from pmd.bandwidth import stable_cholesky, weighted_cov
 from pmd.interface import ConfigError, require_fraction
 from pmd.posterior import KDEPosterior
 from pmd.weights import categorical_draw, effective_sample_size, normalize
@@ -62,7 +62,8 @@ class OnePassSMC:
         model, data_size, num_particles: as for :class:`pmd.PMD` (``m`` particles).
         threshold: resample when the ESS falls below ``threshold · m`` (default 0.5).
         bandwidth: ``h ∈ (0, 1)``; None uses the normal-reference rule on the ESS.
-        jitter: added to the diagonal of the weighted covariance before its Cholesky factor.
+        jitter: added to the diagonal of the weighted covariance, relative to its mean variance,
+            before its Cholesky factor (:func:`pmd.bandwidth.stable_cholesky`).
     """
 
     def __init__(
@@ -72,7 +73,7 @@ class OnePassSMC:
         num_particles: int,
         threshold: float = 0.5,
         bandwidth: float | None = None,
-        jitter: float = 1e-9,
+        jitter: float = 1e-5,
     ):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)
         self.threshold = require_fraction("threshold", threshold)
@@ -110,8 +111,8 @@ class OnePassSMC:
             h = jnp.asarray(self.bandwidth, positions.dtype)
         shrink = jnp.sqrt(1.0 - h**2)
         mean = jnp.exp(log_weights) @ positions
-        cov = weighted_cov(positions, log_weights) + self.jitter * jnp.eye(d, dtype=positions.dtype)
-        return shrink * positions + (1.0 - shrink) * mean, h * jnp.linalg.cholesky(cov)
+        chol = stable_cholesky(weighted_cov(positions, log_weights), self.jitter)
+        return shrink * positions + (1.0 - shrink) * mean, h * chol
 
     def _rejuvenate(self, key: Array, positions: Array, log_weights: Array) -> tuple[Array, Array]:
         """Draw ``m`` points from the kernel-smoothed density; they carry equal weights."""

@@ -8,6 +8,9 @@ The Snakemake rules call these verbs; they work the same by hand::
         --out results/mixture/runs/pmd/seed0.npz
     pmd-bench report figure1 --data results/mixture/data.npz \
         --runs results/mixture/runs/*/seed*.npz --out results/figures/figure1.png
+    pmd-bench reference logistic --data results/data/mnist-small-6v8.npz --out results/logistic/reference.npz
+    pmd-bench run logistic --method pmd --seed 0 --data results/data/mnist-small-6v8.npz \
+        --reference results/logistic/reference.npz --out results/logistic/runs/pmd/seed0.npz
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import sys
 from pathlib import Path
 
 from . import config as config_mod
-from .experiments import mixture, rate
+from .experiments import logistic, mixture, rate
+from .reference import ConvergenceError
 from .results import save_json
 from .tracking import init_store, tracking_uri
 
-EXPERIMENTS = {"mixture": mixture}
+EXPERIMENTS = {"mixture": mixture, "logistic": logistic}
 
 
 def _experiment_name(cfg: dict, experiment: str) -> str:
@@ -38,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--marker", help="touch this file when done (for Snakemake)")
 
     p = sub.add_parser("make-data", help="simulate an experiment's data and its exact posterior")
-    p.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    p.add_argument("experiment", choices=sorted(n for n, m in EXPERIMENTS.items() if hasattr(m, "make_data")))
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("run", help="run one method with one seed on one experiment")
@@ -48,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--params", help="JSON object replacing the method's config entry")
+    p.add_argument("--reference", help="reference posterior draws to score against (logistic)")
+
+    p = sub.add_parser("reference", help="NUTS reference posterior of an experiment (own process: float64)")
+    p.add_argument("experiment", choices=["logistic"])
+    p.add_argument("--data", required=True, help="the prepared classification file")
+    p.add_argument("--out", required=True)
 
     p = sub.add_parser("rate", help="measure Theorem 5's O(m^-1/2) rate on the conjugate model")
     p.add_argument("--particles", type=int, nargs="+", default=[100, 300, 1000, 3000])
@@ -55,10 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="result JSON; a .png plot goes beside it")
 
     p = sub.add_parser("report", help="render a figure or table from result files")
-    p.add_argument("what", choices=["figure1"])
-    p.add_argument("--data", required=True)
+    p.add_argument("what", choices=["figure1", "figure2", "table-logistic"])
+    p.add_argument("--data", required=True, help="the experiment's data file (figure1) or reference (logistic)")
     p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
-    p.add_argument("--out", required=True, help="figure path (.png); a .json summary goes beside it")
+    p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
     return parser
 
 
@@ -82,9 +92,14 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
                                  f"({', '.join(section['methods'])}); pass --params to give its settings")
             params = json.loads(args.params) if args.params else None
+            extra = {"reference": args.reference} if args.reference else {}
             meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out, uri,
-                                                        _experiment_name(cfg, args.experiment), params)
+                                                        _experiment_name(cfg, args.experiment), params, **extra)
             print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s")
+        elif args.verb == "reference":
+            meta = logistic.make_reference(cfg[args.experiment], args.data, args.out, uri,
+                                           _experiment_name(cfg, args.experiment))
+            print(json.dumps({"diagnostics": meta["diagnostics"], "floor": meta["floor"]}, indent=1))
         elif args.verb == "rate":
             from reports import rate as rate_report
 
@@ -92,11 +107,19 @@ def main(argv: list[str] | None = None) -> int:
             save_json(args.out, result)
             rate_report.render(args.out, Path(args.out).with_suffix(".png"))
             print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
-        elif args.verb == "report":
+        elif args.verb == "report" and args.what == "figure1":
             from reports import figure1
 
             figure1.render(args.data, args.runs, args.out)
-    except (ValueError, FileNotFoundError) as err:
+        elif args.verb == "report" and args.what == "figure2":
+            from reports import figure2
+
+            figure2.render(args.data, args.runs, args.out)
+        elif args.verb == "report":
+            from reports import table_logistic
+
+            table_logistic.render(args.data, args.runs, args.out)
+    except (ValueError, FileNotFoundError, ConvergenceError) as err:
         print(f"pmd-bench: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -5,11 +5,17 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import jax
+
 import baselines
 import pmd
+from baselines.jj_svi import JaakkolaJordanSVI
+from baselines.logistic_gibbs import PolyaGammaGibbs
 from pmd import ConfigError, InferenceMethod, Model
 
-METHODS: dict[str, type] = {"pmd": pmd.PMD, **baselines.METHODS}
+# the model-specific logistic-regression competitors (section 6) beside the generic baselines
+METHODS: dict[str, type] = {"pmd": pmd.PMD, **baselines.METHODS, "jj_svi": JaakkolaJordanSVI,
+                            "pg_gibbs": PolyaGammaGibbs}
 
 
 RUN_KEYS = ("batch_size", "num_passes", "eval_every")
@@ -45,6 +51,6 @@ def build(label: str, spec: dict[str, Any], model: Model, data: Any, num_steps: 
     if "num_steps" in accepted and "num_steps" not in spec:
         spec["num_steps"] = num_steps
     try:
-        return cls(model, data_size=len(data), **spec)
+        return cls(model, data_size=int(jax.tree_util.tree_leaves(data)[0].shape[0]), **spec)
     except TypeError as err:
         raise ConfigError(f"method {label!r} ({name}): bad arguments {sorted(spec)}: {err}") from err

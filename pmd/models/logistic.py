@@ -84,23 +84,38 @@ class BayesianLogisticRegression:
             name=f"bayesian-logistic-regression-{d}d",
         )
 
-    def check_model(self, model: Model, datum: dict) -> None:
+    def check_model(self, model: Model) -> None:
         """Raise :class:`pmd.ModelError` unless ``model`` has this prior and likelihood.
 
-        Methods that sample the logistic posterior from its closed-form conditionals (Jaakkola-
-        Jordan SVI, Pólya-Gamma Gibbs) use only this; they check, through the model's public
-        functions at three fixed weights, that the model they are handed is the same one.
+        Methods that use the logistic posterior's closed-form structure (Jaakkola-Jordan SVI,
+        Pólya-Gamma Gibbs) use only ``dim`` and ``prior_std``; they call this to make sure, through
+        the model's public functions at three fixed weights and one fixed datum per label, that
+        the model they are handed is this one (log-densities compared up to a constant).
         """
         if model.dim != self.dim:
             raise ModelError(f"the model has dim={model.dim}, the logistic regression has d={self.dim} "
                              "(features including the bias column)")
-        ws = jnp.asarray(np.random.default_rng(0).normal(0.0, 0.3, (3, self.dim)), jnp.float32)
-        datum = jax.tree_util.tree_map(jnp.asarray, datum)
-        ours = jax.vmap(lambda w: model.log_prior(w) + model.log_likelihood(w, datum))(ws)
-        theirs = jax.vmap(lambda w: self.log_prior(w) + self.log_likelihood(w, datum))(ws)
-        if not np.allclose(np.diff(np.asarray(ours)), np.diff(np.asarray(theirs)), rtol=1e-4, atol=1e-4):
-            raise ModelError(f"the model's prior and likelihood are not those of {self} "
-                             "(a N(0, prior_std² I) prior and the logistic likelihood σ(y wᵀx))")
+        rng = np.random.default_rng(0)
+        ws = jnp.asarray(rng.normal(0.0, 0.3, (3, self.dim)), jnp.float32)
+        x = jnp.asarray(rng.normal(0.0, 1.0, self.dim), jnp.float32)
+        for label in (-1.0, 1.0):
+            datum = {"x": x, "y": jnp.asarray(label, jnp.float32)}
+            ours = jax.vmap(lambda w, d=datum: model.log_prior(w) + model.log_likelihood(w, d))(ws)
+            theirs = jax.vmap(lambda w, d=datum: self.log_prior(w) + self.log_likelihood(w, d))(ws)
+            if not np.allclose(np.diff(np.asarray(ours)), np.diff(np.asarray(theirs)), rtol=1e-4, atol=1e-4):
+                raise ModelError(f"the model's prior and likelihood are not those of {self} "
+                                 "(a N(0, prior_std² I) prior and the logistic likelihood σ(y wᵀx))")
+
+
+def features_and_labels(batch: Any, dim: int) -> tuple[Array, Array]:
+    """``(x (B, d), y (B,))`` of a batch pytree ``{"x", "y"}``; :class:`pmd.ModelError` names what is wrong."""
+    if not isinstance(batch, dict) or set(batch) != {"x", "y"}:
+        keys = sorted(batch) if isinstance(batch, dict) else type(batch).__name__
+        raise ModelError(f"a logistic-regression batch is a dict with keys 'x' and 'y', got {keys}")
+    x, y = batch["x"], batch["y"]
+    if jnp.ndim(x) != 2 or jnp.shape(x)[1] != dim or jnp.shape(y) != jnp.shape(x)[:1]:
+        raise ModelError(f"batch['x'] must be (B, {dim}) and batch['y'] (B,), got {jnp.shape(x)} and {jnp.shape(y)}")
+    return x, y
 
 
 def predictive_log_prob(samples: Array, log_weights: Array, x: Array, y: Array) -> Array:
@@ -113,8 +128,10 @@ def predictive_scores(posterior: Posterior, data: dict, key: Array, num_samples:
     """Test error and mean test log-likelihood of ``posterior``'s predictive (module docstring).
 
     Particle posteriors use their own weighted samples; a density-only posterior (a Gaussian)
-    contributes ``num_samples`` draws.
+    contributes ``num_samples`` draws. A posterior with non-finite samples scores NaN (not a
+    spurious zero error).
     """
     samples, log_w = posterior.weighted_samples(key, num_samples)
     log_p = predictive_log_prob(samples, log_w, jnp.asarray(data["x"]), jnp.asarray(data["y"]))
-    return {"test_error": float(jnp.mean(log_p <= jnp.log(0.5))), "test_loglik": float(jnp.mean(log_p))}
+    error = jnp.where(jnp.any(jnp.isnan(log_p)), jnp.nan, jnp.mean(log_p <= jnp.log(0.5)))
+    return {"test_error": float(error), "test_loglik": float(jnp.mean(log_p))}

@@ -1,0 +1,122 @@
+"""Runtime per data point visited of every logistic-regression method at H.2's settings, in one run,
+the extrapolated cost of the full MNIST8M-scale run on this machine, and Gibbs's cost against the
+size of the subset it sweeps.
+
+Settings (Dai et al. 2016, H.2): batch 100, ``d = 51`` (PCA-50 + bias), ``m = 1000`` samples for the
+Monte Carlo methods, the step size ``1/(100+√t)``, ``N = 1,588,815`` rows (MNIST8M 6-vs-8). Each
+stochastic method is built with that ``N``, warmed up (compiled, and past PMD's first KDE step)
+by ``--steps`` steps, then timed over the next ``--steps`` steps inside one jitted
+``lax.scan`` (as :func:`pmd.run` does), on batches of the real features (``--data``, a prepared
+classification file; default: the embedded ``mnist-small-6v8``, prepared if absent). Evaluation
+is not included. One-pass SMC is timed in its first pass (afterwards its steps do nothing).
+
+Full-run cost: ``N × passes × seconds per point`` (SMC: one pass). Gibbs: a sweep of ``n`` rows
+costs ``O(n d²)``; its seconds per row are measured on subsets of the training rows tiled up to
+each size, and the paper-scale run (1,100 sweeps: 100 burn-in + 1000 samples) is extrapolated.
+
+Run: ``python benchmarks/bench_logistic_cost.py [--steps 300] [--gibbs-rows 1000 10000 100000]``;
+prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from baselines.logistic_gibbs import PolyaGammaGibbs
+from pmd.models.logistic import BayesianLogisticRegression, labelled
+from workflow import methods
+
+N_PAPER = 1_588_815
+PASSES = 5
+SWEEPS = 1100
+H2_STEP = {"kind": "sqrt", "eta": 1.0, "offset": 100.0}
+SPECS = {
+    "pmd": {"strategy": "hybrid", "num_particles": 1000, "kde_steps": 1, "redraw_below": 0.5,
+            "particle_ess_floor": 0.5, "step_size": H2_STEP, "bandwidth": {"kind": "silverman", "scale": 0.5,
+                                                                          "jitter": 1e-5}},
+    "jj_svi": {"step_size": H2_STEP},
+    "sgld": {"num_particles": 1000, "burn_in": 1000, "a": 1e-4, "b": 1.0, "gamma": 0.33},
+    "smc": {"num_particles": 1000},
+    "npv": {"num_particles": 64, "learning_rate": 0.01},
+}
+
+
+def load_train(path: Path | None) -> dict:
+    if path is None:
+        from datasets.mnist import prepare_mnist_small_6v8
+
+        path = Path(tempfile.mkdtemp()) / "mnist-small-6v8.npz"
+        prepare_mnist_small_6v8(path)
+    with np.load(path) as f:
+        return labelled(f["X_train"], f["y_train"])
+
+
+def timed_scan(method, train: dict, steps: int, batch: int, seed: int = 0) -> float:
+    """Seconds per step over ``steps`` steps, after one identical compiled warm-up call."""
+    rng = np.random.default_rng(seed)
+    rows = len(train["y"])
+    data = jax.tree_util.tree_map(jnp.asarray, train)
+
+    def body(state, inputs):
+        key, idx = inputs
+        return method.step(key, state, jax.tree_util.tree_map(lambda a: a[idx], data))
+
+    advance = jax.jit(lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx)))
+    keys = jax.random.split(jax.random.key(seed), steps)
+    idx = jnp.asarray(rng.integers(0, rows, (steps, batch)))
+    state = jax.block_until_ready(advance(method.init(jax.random.key(seed + 1)), keys, idx)[0])
+    t0 = time.perf_counter()
+    jax.block_until_ready(advance(state, keys, idx)[0])
+    return (time.perf_counter() - t0) / steps
+
+
+def gibbs_seconds_per_row(train: dict, rows: int, sweeps: int) -> float:
+    """Seconds per row visited of PG Gibbs sweeping ``rows`` rows (the training rows tiled)."""
+    reps = -(-rows // len(train["y"]))
+    data = {k: np.tile(v, (reps,) + (1,) * (v.ndim - 1))[:rows] for k, v in train.items()}
+    model = BayesianLogisticRegression(data["x"].shape[1]).model()
+    gibbs = PolyaGammaGibbs(model, data_size=rows, num_particles=1000, data=data, burn_in=0)
+    per_sweep = timed_scan(gibbs, {k: v[:1] for k, v in data.items()}, sweeps, 1)
+    return per_sweep / rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, help="a prepared classification file (default: mnist-small-6v8)")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--gibbs-rows", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--gibbs-sweeps", type=int, default=5)
+    args = parser.parse_args()
+    train = load_train(args.data)
+    model = BayesianLogisticRegression(train["x"].shape[1]).model()
+    out = {"backend": jax.default_backend(), "cpus": os.cpu_count(), "batch": args.batch, "dim": model.dim,
+           "N": N_PAPER, "passes": PASSES, "steps_timed": args.steps, "methods": {}, "gibbs": {}}
+    for label, spec in SPECS.items():
+        method = methods.METHODS[label](model, data_size=N_PAPER, **spec)
+        per_step = timed_scan(method, train, args.steps, args.batch)
+        per_point = per_step / args.batch
+        passes = 1 if label == "smc" else PASSES
+        out["methods"][label] = {"us_per_point": 1e6 * per_point, "ms_per_step": 1e3 * per_step,
+                                 "full_run_hours": per_point * N_PAPER * passes / 3600}
+        print(json.dumps({label: out["methods"][label]}), flush=True)
+    for rows in args.gibbs_rows:
+        per_row = gibbs_seconds_per_row(train, rows, args.gibbs_sweeps)
+        out["gibbs"][rows] = {"us_per_row": 1e6 * per_row, "seconds_per_sweep": per_row * rows}
+        print(json.dumps({"gibbs_rows": rows, **out["gibbs"][rows]}), flush=True)
+    largest = max(args.gibbs_rows)
+    out["gibbs_full_run_hours"] = out["gibbs"][largest]["us_per_row"] * 1e-6 * N_PAPER * SWEEPS / 3600
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

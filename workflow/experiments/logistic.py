@@ -1,0 +1,134 @@
+"""Bayesian logistic regression on MNIST 6-vs-8 (section 6, Figure 2(1); Appendix H.2).
+
+The data are a prepared classification file of :mod:`datasets` (``X_train``, ``y_train``,
+``X_test``, ``y_test``: PCA-50 features, labels ±1), to which a bias column is appended (``d = 51``).
+
+* :func:`make_reference`: the NUTS reference posterior on the training rows the comparison uses
+  (PyMC model, NumPyro NUTS, ArviZ gate: :mod:`workflow.reference`). The last chain is held out:
+  its draws scored against the other chains give the floor of each sample-based distance (what
+  exact draws score); the reference's own predictive test scores are recorded too. Run it in its
+  own process: PyMC's JAX sampler turns on float64.
+* :func:`run_one`: one method, one seed; at every evaluation the test error and test
+  log-likelihood of the posterior predictive (:func:`pmd.models.logistic.predictive_scores`) and
+  the distances to the reference (:class:`pmd.sample_metrics.SampleReference`) against data points
+  visited, logged to MLflow and written atomically to a result file.
+
+A method's config entry may override the section's ``batch_size``, ``num_passes``, ``eval_every``
+(:func:`workflow.methods.split_spec`) and ``train_rows``: Gibbs scans the whole training set every
+step, so it runs on its first ``train_rows`` rows (the paper: "unaffordable" at full scale).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mlflow
+import numpy as np
+
+from pmd import ParticlePosterior, run
+from pmd.models.logistic import BayesianLogisticRegression, labelled, predictive_scores
+from pmd.sample_metrics import SampleReference
+
+from .. import methods
+from ..results import load_npz, save_npz
+from ..tracking import tracked_run
+
+EXPERIMENT = "logistic"
+
+
+def load_data(path: str | Path, train_rows: int | None = None) -> tuple[dict, dict]:
+    """``(train, test)`` data pytrees ``{"x": (N, d), "y": (N,)}`` with the bias column appended."""
+    arrays, _ = load_npz(path)
+    missing = {"X_train", "y_train", "X_test", "y_test"} - set(arrays)
+    if missing:
+        raise ValueError(f"{path} is not a prepared classification file: it lacks {sorted(missing)}")
+    rows = len(arrays["y_train"]) if train_rows is None else train_rows
+    if not 1 <= rows <= len(arrays["y_train"]):
+        raise ValueError(f"train_rows={train_rows} must lie in [1, {len(arrays['y_train'])}] for {path}")
+    return (labelled(arrays["X_train"][:rows], arrays["y_train"][:rows]),
+            labelled(arrays["X_test"], arrays["y_test"]))
+
+
+def pymc_model(train: dict, prior_std: float):
+    """The same model in PyMC: ``w ~ N(0, s² I)``, ``(y+1)/2 ~ Bernoulli(σ(Xw))``."""
+    import pymc as pm
+
+    with pm.Model() as model:
+        w = pm.Normal("w", 0.0, prior_std, shape=train["x"].shape[1])
+        pm.Bernoulli("y", logit_p=pm.math.dot(train["x"], w), observed=(train["y"] > 0).astype(np.int8))
+    return model
+
+
+def make_reference(cfg: dict, data_path: str | Path, out: str | Path, uri: str, experiment: str) -> dict:
+    """NUTS reference draws on the section's training rows, gated, scored for the floor, saved to ``out``."""
+    from ..reference import check_convergence, sample_nuts
+
+    ref_cfg = cfg["reference"]
+    train, test = load_data(data_path, cfg["train_rows"])
+    params = {"data": str(data_path), "num_data": len(train["y"]), "prior_std": cfg["prior_std"], **ref_cfg}
+    with tracked_run(uri, experiment, "reference-nuts", params, {"experiment": EXPERIMENT, "role": "reference"}):
+        t0 = time.perf_counter()
+        idata = sample_nuts(pymc_model(train, cfg["prior_std"]), draws=ref_cfg["draws"], tune=ref_cfg["tune"],
+                            chains=ref_cfg["chains"], seed=ref_cfg["seed"])
+        seconds = time.perf_counter() - t0
+        diagnostics = check_convergence(idata, "w", max_rhat=ref_cfg["max_rhat"], min_ess=ref_cfg["min_ess"])
+        draws = np.asarray(idata.posterior["w"].values, np.float32)  # (chains, draws, d)
+        reference, held_out = draws[:-1].reshape(-1, draws.shape[-1]), draws[-1]
+        floor = SampleReference(reference).score(held_out, np.zeros(len(held_out), np.float32),
+                                                 jax.random.key(ref_cfg["seed"]))
+        predictive = predictive_scores(ParticlePosterior.equally_weighted(jnp.asarray(reference)), test,
+                                       jax.random.key(ref_cfg["seed"]))
+        meta = {"diagnostics": diagnostics, "floor": floor, "predictive": predictive, "seconds": seconds,
+                "num_data": len(train["y"]),
+                "dim": int(draws.shape[-1]), "params": params}
+        mlflow.log_metrics({**{f"diag_{k}": float(v) for k, v in diagnostics.items()},
+                            **{f"floor_{k}": v for k, v in floor.items()}, **predictive, "seconds": seconds})
+        save_npz(out, {"draws": reference, "held_out": held_out}, meta)
+        mlflow.log_artifact(str(out), artifact_path="reference")
+    return meta
+
+
+def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | Path, uri: str, experiment: str,
+            params: dict[str, Any] | None = None, reference: str | Path | None = None) -> dict:
+    """Run method ``label`` with ``seed``, score it on the test set and against ``reference``, write ``out``."""
+    if reference is None:
+        raise ValueError("the logistic experiment scores every run against the NUTS reference: pass --reference")
+    spec = dict(cfg["methods"][label] if params is None else params)
+    train_rows = spec.pop("train_rows", cfg["train_rows"])
+    spec, settings = methods.split_spec(label, spec, cfg)
+    train, test = load_data(data_path, train_rows)
+    num_steps = max(1, math.ceil(settings["num_passes"] * len(train["y"]) / settings["batch_size"]))
+    ref_arrays, _ = load_npz(reference)
+    ref = SampleReference(ref_arrays["draws"])
+    if ref.draws.shape[1] != train["x"].shape[1]:
+        raise ValueError(f"the reference {reference} has d={ref.draws.shape[1]}, the data d={train['x'].shape[1]}")
+    model = BayesianLogisticRegression(train["x"].shape[1], cfg["prior_std"]).model()
+    method = methods.build(label, spec, model, train, num_steps)
+    run_params = {"method": label, "seed": seed, "num_data": len(train["y"]), "prior_std": cfg["prior_std"],
+                  "train_rows": train_rows, **settings, **{f"method.{k}": v for k, v in spec.items()}}
+
+    def evaluate(posterior, key):
+        k_pred, k_ref = jax.random.split(key)
+        return {**predictive_scores(posterior, test, k_pred, cfg["eval_samples"]),
+                **ref.score_posterior(posterior, k_ref, cfg["eval_samples"])}
+
+    with tracked_run(uri, experiment, f"{label}-seed{seed}", run_params, {"experiment": EXPERIMENT}) as logger:
+        t0 = time.perf_counter()
+        result = run(method, train, jax.random.key(seed), batch_size=settings["batch_size"],
+                     num_passes=settings["num_passes"], eval_every=settings["eval_every"], evaluate=evaluate,
+                     logger=logger)
+        visited = int(result.visited[-1])
+        meta = {"method": label, "seed": seed, "params": run_params, "step_seconds": result.step_seconds,
+                "eval_seconds": result.eval_seconds, "total_seconds": time.perf_counter() - t0,
+                "num_steps": result.num_steps, "visited": visited,
+                "seconds_per_visited": result.step_seconds / max(visited, 1)}
+        mlflow.log_metrics({"seconds_per_visited": meta["seconds_per_visited"], "step_seconds": result.step_seconds})
+        arrays = {"visited": result.visited, **{f"curve/{name}": values for name, values in result.curves.items()}}
+        save_npz(out, arrays, meta)
+        mlflow.log_artifact(str(out), artifact_path="result")
+    return meta

@@ -1,0 +1,59 @@
+# Bayesian logistic regression (section 6, Figure 2(1); H.2): the prepared dataset -> NUTS reference
+# (its own process: PyMC's JAX sampler turns on float64) -> one job per method and seed -> figure, table.
+LOG_DIR = f"{RESULTS}/logistic"
+LOG_DATA = f"{RESULTS}/data/{config['logistic']['dataset']}.npz"
+LOG_METHODS = list(config["logistic"]["methods"])
+LOG_SEEDS = list(range(config["logistic"]["seeds"]))
+FIGURE2 = f"{RESULTS}/figures/figure2.png"
+TABLE_LOGISTIC = f"{RESULTS}/figures/table_logistic.md"
+
+ALL_TARGETS.extend([FIGURE2, TABLE_LOGISTIC])
+
+
+rule logistic_reference:
+    input:
+        config=RESOLVED_CONFIG,
+        data=LOG_DATA,
+        store=f"{RESULTS}/.tracking-store",
+    output:
+        f"{LOG_DIR}/reference.npz",
+    log:
+        f"{RESULTS}/logs/logistic_reference.log",
+    threads: 1
+    shell:
+        "pmd-bench --config {input.config} reference logistic --data {input.data} --out {output} > {log} 2>&1"
+
+
+rule logistic_run:
+    input:
+        config=RESOLVED_CONFIG,
+        data=LOG_DATA,
+        reference=f"{LOG_DIR}/reference.npz",
+        store=f"{RESULTS}/.tracking-store",
+    output:
+        f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz",
+    wildcard_constraints:
+        method="|".join(LOG_METHODS),
+        seed=r"\d+",
+    log:
+        f"{RESULTS}/logs/logistic/{{method}}-seed{{seed}}.log",
+    threads: 1
+    shell:
+        "pmd-bench --config {input.config} run logistic --method {wildcards.method} --seed {wildcards.seed}"
+        " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"
+
+
+rule logistic_figures:
+    input:
+        reference=f"{LOG_DIR}/reference.npz",
+        runs=expand(f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LOG_METHODS, seed=LOG_SEEDS),
+    output:
+        figure2=FIGURE2,
+        summary=f"{RESULTS}/figures/figure2.json",
+        table=TABLE_LOGISTIC,
+    log:
+        f"{RESULTS}/logs/logistic_figures.log",
+    shell:
+        "(pmd-bench report figure2 --data {input.reference} --runs {input.runs} --out {output.figure2}"
+        " && pmd-bench report table-logistic --data {input.reference} --runs {input.runs} --out {output.table})"
+        " > {log} 2>&1"
