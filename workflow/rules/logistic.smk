@@ -21,7 +21,7 @@ rule logistic_reference:
         f"{RESULTS}/logs/logistic_reference.log",
     threads: 1
     shell:
-        "pmd-bench --config {input.config} reference logistic --data {input.data} --out {output} > {log} 2>&1"
+        PMD_BENCH + " --config {input.config} reference logistic --data {input.data} --out {output} > {log} 2>&1"
 
 
 rule logistic_run:
@@ -39,8 +39,8 @@ rule logistic_run:
         f"{RESULTS}/logs/logistic/{{method}}-seed{{seed}}.log",
     threads: 1
     shell:
-        "pmd-bench --config {input.config} run logistic --method {wildcards.method} --seed {wildcards.seed}"
-        " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"
+        PMD_BENCH + " --config {input.config} run logistic --method {wildcards.method} --seed {wildcards.seed}"
+        + " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"
 
 
 rule logistic_figures:
@@ -54,6 +54,6 @@ rule logistic_figures:
     log:
         f"{RESULTS}/logs/logistic_figures.log",
     shell:
-        "(pmd-bench report figure2 --data {input.reference} --runs {input.runs} --out {output.figure2}"
-        " && pmd-bench report table-logistic --data {input.reference} --runs {input.runs} --out {output.table})"
-        " > {log} 2>&1"
+        "(" + PMD_BENCH + " report figure2 --data {input.reference} --runs {input.runs} --out {output.figure2}"
+        + " && " + PMD_BENCH + " report table-logistic --data {input.reference} --runs {input.runs}"
+        + " --out {output.table}) > {log} 2>&1"
