@@ -56,6 +56,32 @@ class SampleBuffer:
         return ParticlePosterior(self.samples, normalize(log_w))
 
 
+class RetainedChain:
+    """One MCMC chain whose posterior is its last ``m`` retained samples (SGLD, both Gibbs samplers).
+
+    Subclasses set ``model``, ``num_particles``, ``_step`` (the jitted transition) and
+    ``state_type``: a state pytree built as ``state_type(start, buffer, step)``.
+    """
+
+    def init(self, key: Array):
+        """The chain starts at a prior draw; the buffer holds ``m`` prior draws until burn-in ends."""
+        k_start, k_buffer = jax.random.split(key)
+        return self.state_type(
+            self.model.sample_prior(k_start, 1)[0],
+            SampleBuffer.from_prior(self.model.sample_prior(k_buffer, self.num_particles)),
+            jnp.asarray(0, jnp.int32),
+        )
+
+    def step(self, key: Array, state, batch: Any) -> tuple[Any, dict]:
+        """One transition of the chain (the subclass's ``_step_impl``), after checking the batch."""
+        self.model.check_batch(batch)
+        return self._step(key, state, batch)
+
+    def posterior(self, state) -> ParticlePosterior:
+        """The last ``m`` retained samples, equally weighted."""
+        return state.buffer.posterior()
+
+
 def require_burn_in(burn_in: Any, thin: Any, num_steps: Any) -> tuple[int, int, int | None]:
     """Check an MCMC run's burn-in, thinning and (optional) length.
 

@@ -32,7 +32,7 @@ from pmd.interface import ConfigError
 from pmd.models.mixture import WellingTehMixture
 from pmd.posterior import ParticlePosterior
 
-from ._common import SampleBuffer, require_burn_in, require_common, require_full_data
+from ._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 
@@ -58,7 +58,7 @@ def _check_same_model(model, mixture: WellingTehMixture, data: Array) -> None:
         raise ConfigError(f"the model's prior and likelihood are not those of mixture={mixture}")
 
 
-class MixtureGibbs:
+class MixtureGibbs(RetainedChain):
     """Data-augmentation Gibbs sampler for the Welling-Teh mixture (module docstring).
 
     Args:
@@ -71,6 +71,8 @@ class MixtureGibbs:
         thin: retain every ``thin``-th sweep after burn-in.
         num_steps: the run length in sweeps, when known, to reject a burn-in that retains nothing.
     """
+
+    state_type = GibbsState
 
     def __init__(
         self,
@@ -91,24 +93,6 @@ class MixtureGibbs:
         self.mixture = mixture
         self.burn_in, self.thin, self.num_steps = require_burn_in(burn_in, thin, num_steps)
         self._step = jax.jit(self._step_impl)
-
-    def init(self, key: Array) -> GibbsState:
-        """The chain starts at a prior draw; the buffer holds ``m`` prior draws until burn-in ends."""
-        k_start, k_buffer = jax.random.split(key)
-        return GibbsState(
-            theta=self.model.sample_prior(k_start, 1)[0],
-            buffer=SampleBuffer.from_prior(self.model.sample_prior(k_buffer, self.num_particles)),
-            step=jnp.asarray(0, jnp.int32),
-        )
-
-    def step(self, key: Array, state: GibbsState, batch: Any) -> tuple[GibbsState, dict]:
-        """One full sweep (``z`` then ``θ``); the mini-batch is checked but not used."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch)
-
-    def posterior(self, state: GibbsState) -> ParticlePosterior:
-        """The last ``m`` retained samples, equally weighted."""
-        return state.buffer.posterior()
 
     def sample_indicators(self, key: Array, theta: Array) -> Array:
         """Step 1: ``z_n | θ, x_n`` for every datum (1 = the second component), as floats."""

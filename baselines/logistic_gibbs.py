@@ -49,7 +49,7 @@ from pmd.model import ModelError
 from pmd.models.logistic import BayesianLogisticRegression, features_and_labels
 from pmd.posterior import ParticlePosterior
 
-from ._common import SampleBuffer, require_burn_in, require_common, require_full_data
+from ._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 
@@ -93,7 +93,7 @@ class PGGibbsState:
     step: Array  # int32
 
 
-class PolyaGammaGibbs:
+class PolyaGammaGibbs(RetainedChain):
     """Pólya-Gamma Gibbs sampler for Bayesian logistic regression (module docstring).
 
     Args:
@@ -107,6 +107,8 @@ class PolyaGammaGibbs:
         num_steps: the run length in sweeps, when known, to reject a burn-in that retains nothing.
         truncation: ``K``, terms of the PG(1, c) series (module docstring for the error).
     """
+
+    state_type = PGGibbsState
 
     def __init__(self, model, data_size: int, num_particles: int, data: Any = None, prior_std: float = 1.0,
                  burn_in: int = 100, thin: int = 1, num_steps: int | None = None, truncation: int = 64):
@@ -127,24 +129,6 @@ class PolyaGammaGibbs:
         self.burn_in, self.thin, self.num_steps = require_burn_in(burn_in, thin, num_steps)
         self.truncation = require_positive_int("truncation", truncation)
         self._step = jax.jit(self._step_impl)
-
-    def init(self, key: Array) -> PGGibbsState:
-        """The chain starts at a prior draw; the buffer holds ``m`` prior draws until burn-in ends."""
-        k_start, k_buffer = jax.random.split(key)
-        return PGGibbsState(
-            w=self.model.sample_prior(k_start, 1)[0],
-            buffer=SampleBuffer.from_prior(self.model.sample_prior(k_buffer, self.num_particles)),
-            step=jnp.asarray(0, jnp.int32),
-        )
-
-    def step(self, key: Array, state: PGGibbsState, batch: Any) -> tuple[PGGibbsState, dict]:
-        """One full sweep (``ω`` then ``w``); the mini-batch is checked but not used."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch)
-
-    def posterior(self, state: PGGibbsState) -> ParticlePosterior:
-        """The last ``m`` retained samples, equally weighted."""
-        return state.buffer.posterior()
 
     def sample_weights(self, key: Array, omega: Array) -> Array:
         """Step 2: ``w | ω ~ N(V Xᵀκ, V)``, ``V⁻¹ = XᵀΩX + I/s²`` (module docstring)."""

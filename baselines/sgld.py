@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from pmd.posterior import ParticlePosterior
 
-from ._common import SampleBuffer, minibatch_log_joint, polynomial_decay, require_burn_in, require_common
+from ._common import RetainedChain, SampleBuffer, minibatch_log_joint, polynomial_decay, require_burn_in, require_common
 
 Array = jax.Array
 
@@ -49,7 +49,7 @@ class SGLDState:
     step: Array  # int32
 
 
-class SGLD:
+class SGLD(RetainedChain):
     """One SGLD chain (Welling & Teh 2011, eq. 4) with burn-in and thinning.
 
     Args:
@@ -61,6 +61,8 @@ class SGLD:
         thin: retain every ``thin``-th state after burn-in.
         num_steps: the run length, when known, to reject a burn-in that retains nothing.
     """
+
+    state_type = SGLDState
 
     def __init__(
         self,
@@ -79,24 +81,6 @@ class SGLD:
         self.burn_in, self.thin, self.num_steps = require_burn_in(burn_in, thin, num_steps)
         self._grad = jax.grad(minibatch_log_joint(self.model, self.data_size))
         self._step = jax.jit(self._step_impl)
-
-    def init(self, key: Array) -> SGLDState:
-        """The chain starts at a prior draw; the buffer holds ``m`` prior draws until burn-in ends."""
-        k_start, k_buffer = jax.random.split(key)
-        return SGLDState(
-            position=self.model.sample_prior(k_start, 1)[0],
-            buffer=SampleBuffer.from_prior(self.model.sample_prior(k_buffer, self.num_particles)),
-            step=jnp.asarray(0, jnp.int32),
-        )
-
-    def step(self, key: Array, state: SGLDState, batch: Any) -> tuple[SGLDState, dict]:
-        """One Langevin step on a mini-batch (eq. 4), retaining the new state after burn-in."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch)
-
-    def posterior(self, state: SGLDState) -> ParticlePosterior:
-        """The last ``m`` retained samples, equally weighted."""
-        return state.buffer.posterior()
 
     def _step_impl(self, key: Array, state: SGLDState, batch: Any) -> tuple[SGLDState, dict]:
         t = state.step + 1
