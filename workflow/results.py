@@ -18,12 +18,14 @@ from reports.resultfiles import atomic_path, load_npz  # noqa: F401  (shared wit
 
 
 def save_npz(path: str | Path, arrays: dict[str, Any], meta: dict[str, Any]) -> None:
-    """Write ``arrays`` and the JSON-encoded ``meta`` to ``path`` atomically."""
-    with atomic_path(path, ".npz") as tmp:
+    """Write ``arrays`` and the JSON-encoded ``meta`` to ``path`` (a ``.npz`` name) atomically."""
+    if Path(path).suffix != ".npz":
+        raise ValueError(f"result file {path} must end in .npz (numpy would append it)")
+    with atomic_path(path) as tmp:
         np.savez_compressed(tmp, meta=np.asarray(json.dumps(meta, sort_keys=True)), **arrays)
 
 
 def save_json(path: str | Path, obj: Any) -> None:
     """Write ``obj`` as JSON atomically."""
-    with atomic_path(path, ".json") as tmp:
+    with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True))

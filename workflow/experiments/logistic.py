@@ -64,31 +64,48 @@ def pymc_model(train: dict, prior_std: float):
     return model
 
 
-def make_reference(cfg: dict, data_path: str | Path, out: str | Path, uri: str, experiment: str) -> dict:
-    """NUTS reference draws on the section's training rows, gated, scored for the floor, saved to ``out``."""
+def compute_reference(cfg: dict, data_path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
+    """NUTS reference draws on the section's training rows, gated and scored for the floor.
+
+    Returns ``(arrays, meta)``: ``arrays`` holds ``draws`` (every chain but the last, flattened)
+    and ``held_out`` (the last chain); ``meta`` the diagnostics, the floor of each sample-based
+    distance (the held-out chain scored against the others), the reference's own predictive test
+    scores, the sampler's wall time and the settings. Nothing is logged or written: the same
+    computation runs under :func:`make_reference` or, for the paper-scale reference, on whatever
+    machine has the accelerator.
+    """
     from ..reference import check_convergence, sample_nuts
 
     ref_cfg = cfg["reference"]
     train, test = load_data(data_path, cfg["train_rows"])
     params = {"data": str(data_path), "num_data": len(train["y"]), "prior_std": cfg["prior_std"], **ref_cfg}
+    t0 = time.perf_counter()
+    idata = sample_nuts(pymc_model(train, cfg["prior_std"]), draws=ref_cfg["draws"], tune=ref_cfg["tune"],
+                        chains=ref_cfg["chains"], seed=ref_cfg["seed"])
+    seconds = time.perf_counter() - t0
+    diagnostics = check_convergence(idata, "w", max_rhat=ref_cfg["max_rhat"], min_ess=ref_cfg["min_ess"])
+    draws = np.asarray(idata.posterior["w"].values, np.float32)  # (chains, draws, d)
+    reference, held_out = draws[:-1].reshape(-1, draws.shape[-1]), draws[-1]
+    floor = SampleReference(reference).score(held_out, np.zeros(len(held_out), np.float32),
+                                             jax.random.key(ref_cfg["seed"]))
+    predictive = predictive_scores(ParticlePosterior.equally_weighted(jnp.asarray(reference)), test,
+                                   jax.random.key(ref_cfg["seed"]))
+    meta = {"diagnostics": diagnostics, "floor": floor, "predictive": predictive, "seconds": seconds,
+            "num_data": len(train["y"]), "dim": int(draws.shape[-1]), "params": params,
+            "platform": jax.devices()[0].platform}
+    return {"draws": reference, "held_out": held_out}, meta
+
+
+def make_reference(cfg: dict, data_path: str | Path, out: str | Path, uri: str, experiment: str) -> dict:
+    """:func:`compute_reference` inside an MLflow run; the draws saved atomically to ``out`` and logged."""
+    params = {"data": str(data_path), "prior_std": cfg["prior_std"], **cfg["reference"]}
     with tracked_run(uri, experiment, "reference-nuts", params, {"experiment": EXPERIMENT, "role": "reference"}):
-        t0 = time.perf_counter()
-        idata = sample_nuts(pymc_model(train, cfg["prior_std"]), draws=ref_cfg["draws"], tune=ref_cfg["tune"],
-                            chains=ref_cfg["chains"], seed=ref_cfg["seed"])
-        seconds = time.perf_counter() - t0
-        diagnostics = check_convergence(idata, "w", max_rhat=ref_cfg["max_rhat"], min_ess=ref_cfg["min_ess"])
-        draws = np.asarray(idata.posterior["w"].values, np.float32)  # (chains, draws, d)
-        reference, held_out = draws[:-1].reshape(-1, draws.shape[-1]), draws[-1]
-        floor = SampleReference(reference).score(held_out, np.zeros(len(held_out), np.float32),
-                                                 jax.random.key(ref_cfg["seed"]))
-        predictive = predictive_scores(ParticlePosterior.equally_weighted(jnp.asarray(reference)), test,
-                                       jax.random.key(ref_cfg["seed"]))
-        meta = {"diagnostics": diagnostics, "floor": floor, "predictive": predictive, "seconds": seconds,
-                "num_data": len(train["y"]),
-                "dim": int(draws.shape[-1]), "params": params}
-        mlflow.log_metrics({**{f"diag_{k}": float(v) for k, v in diagnostics.items()},
-                            **{f"floor_{k}": v for k, v in floor.items()}, **predictive, "seconds": seconds})
-        save_npz(out, {"draws": reference, "held_out": held_out}, meta)
+        arrays, meta = compute_reference(cfg, data_path)
+        mlflow.log_params({"num_data": meta["num_data"]})
+        mlflow.log_metrics({**{f"diag_{k}": float(v) for k, v in meta["diagnostics"].items()},
+                            **{f"floor_{k}": v for k, v in meta["floor"].items()}, **meta["predictive"],
+                            "seconds": meta["seconds"]})
+        save_npz(out, arrays, meta)
         mlflow.log_artifact(str(out), artifact_path="reference")
     return meta
 
