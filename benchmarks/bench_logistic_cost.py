@@ -10,6 +10,10 @@ by ``--steps`` steps, then timed over the next ``--steps`` steps inside one jitt
 classification file; default: the embedded ``mnist-small-6v8``, prepared if absent). Evaluation
 is not included. One-pass SMC is timed in its first pass (afterwards its steps do nothing).
 
+Reference, timed in the same run and the same way: the model's log-likelihoods of ``m = 1000``
+particles on one batch (the ``(m×d)·(d×B)`` product and ``m×B`` log-sigmoids) — every Monte Carlo
+method must compute them once per step. ``x_likelihood`` is each method's step time over it.
+
 Full-run cost: ``N × passes × seconds per point`` (SMC: one pass). Gibbs: a sweep of ``n`` rows
 costs ``O(n d²)``; its seconds per row are measured on subsets of the training rows tiled up to
 each size, and the paper-scale run (1,100 sweeps: 100 burn-in + 1000 samples) is extrapolated.
@@ -79,6 +83,20 @@ def timed_scan(method, train: dict, steps: int, batch: int, seed: int = 0) -> fl
     return (time.perf_counter() - t0) / steps
 
 
+class LikelihoodOnly:
+    """The reference "method": one ``m×B`` batch log-likelihood evaluation per step, accumulated."""
+
+    def __init__(self, model, num_particles: int = 1000):
+        self.model, self.num_particles = model, num_particles
+
+    def init(self, key):
+        return self.model.sample_prior(key, self.num_particles), jnp.zeros(())
+
+    def step(self, key, state, batch):
+        thetas, total = state
+        return (thetas, total + self.model.batch_log_likelihood(thetas, batch).sum()), {}
+
+
 def gibbs_seconds_per_row(train: dict, rows: int, sweeps: int) -> float:
     """Seconds per row visited of PG Gibbs sweeping ``rows`` rows (the training rows tiled)."""
     reps = -(-rows // len(train["y"]))
@@ -101,12 +119,15 @@ def main() -> None:
     model = BayesianLogisticRegression(train["x"].shape[1]).model()
     out = {"backend": jax.default_backend(), "cpus": os.cpu_count(), "batch": args.batch, "dim": model.dim,
            "N": N_PAPER, "passes": PASSES, "steps_timed": args.steps, "methods": {}, "gibbs": {}}
+    reference = timed_scan(LikelihoodOnly(model), train, args.steps, args.batch)
+    out["reference_ms_per_step"] = 1e3 * reference
     for label, spec in SPECS.items():
         method = methods.METHODS[label](model, data_size=N_PAPER, **spec)
         per_step = timed_scan(method, train, args.steps, args.batch)
         per_point = per_step / args.batch
         passes = 1 if label == "smc" else PASSES
         out["methods"][label] = {"us_per_point": 1e6 * per_point, "ms_per_step": 1e3 * per_step,
+                                 "x_likelihood": per_step / reference,
                                  "full_run_hours": per_point * N_PAPER * passes / 3600}
         print(json.dumps({label: out["methods"][label]}), flush=True)
     for rows in args.gibbs_rows:
