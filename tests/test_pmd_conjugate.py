@@ -21,10 +21,11 @@ Monte Carlo error *measured* by the spread between runs, not modelled: the singl
 case; one ``kde`` run at d = 2 missed by 1.5 posterior sd at an ESS never below 1000, so the error
 is heavy-tailed too), and a single run passing it was luck. What the replicates test: that the
 iterate's mean is unbiased, a pooled t statistic per coordinate below 4 (``d (R - 1)`` degrees of
-freedom: a false alarm below 1e-3 over the coordinates); and that its variance is at most 4
+freedom: a false alarm about once in 1000 over the coordinates); and that its variance is at most 4
 replicate standard errors above the exact iterate's and at most ``VARIANCE_SHORTFALL`` plus 4 below.
-The shortfall is a measured property of eq. (7), not noise: the KDE iterate is 8-22% narrower than
-the exact mirror-descent iterate in every case (12 seeds each, 3-10 standard errors from 0).
+The shortfall is a measured property of eq. (7), not noise: averaged over coordinates the KDE iterate is
+11-22% narrower than the exact mirror-descent iterate in every case (12 seeds each, 3-10 standard
+errors from 0).
 """
 
 import jax
@@ -71,11 +72,15 @@ REPLICATES = 12
 VARIANCE_SHORTFALL = 0.25  # largest measured: 0.22 (hybrid, d = 10)
 
 
+def pooled_standard_error(errors):
+    """Standard error of the mean over runs (rows) of errors, pooled over coordinates (columns)."""
+    errors = np.asarray(errors)
+    return np.sqrt(errors.var(axis=0, ddof=1).mean() / len(errors))
+
+
 def replicate_t(errors):
     """Pooled t statistics of the mean over runs (rows) of each coordinate's errors (columns)."""
-    errors = np.asarray(errors)
-    pooled_sd = np.sqrt(errors.var(axis=0, ddof=1).mean())
-    return errors.mean(axis=0) / (pooled_sd / np.sqrt(len(errors)))
+    return np.mean(errors, axis=0) / pooled_standard_error(errors)
 
 
 CASES = {
@@ -88,7 +93,7 @@ CASES = {
 
 
 def run_against_exact_iterate(strategy, dim, seed):
-    """One run on the conjugate model: (its posterior, its trace, the exact iterate's mean and variance)."""
+    """One run on the conjugate model: (its posterior, the exact iterate's mean and variance)."""
     n, sigma, m, batch, extra = CASES[strategy]
     prob = ConjugateGaussian(dim=dim, noise_std=sigma)
     _, x = prob.simulate(seed=dim, n=n)
@@ -96,12 +101,12 @@ def run_against_exact_iterate(strategy, dim, seed):
     state, trace, batch_means = run_steps(algo, x, batch, seed=seed)
     post = algo.posterior(state)
     mean, var = exact_iterate(prob, n, trace, batch_means, post.has_density())
-    return post, trace, mean, var
+    return post, mean, var
 
 
 @pytest.mark.parametrize("dim", [2, 10])
 def test_particles_match_exact_mirror_descent_iterate(dim):
-    post, _, mean, var = run_against_exact_iterate("particles", dim, seed=1)
+    post, mean, var = run_against_exact_iterate("particles", dim, seed=1)
     ess = float(post.effective_sample_size())
     mean_tol = 4 * np.sqrt(var / ess)
     var_tol = 4 * np.sqrt(2 / ess)
@@ -118,7 +123,7 @@ def test_particles_match_exact_mirror_descent_iterate(dim):
 def test_kde_strategies_match_exact_mirror_descent_iterate(strategy, dim):
     mean_errors, variance_errors, off_diagonal = [], [], []
     for seed in range(1, REPLICATES + 1):
-        post, _, mean, var = run_against_exact_iterate(strategy, dim, seed)
+        post, mean, var = run_against_exact_iterate(strategy, dim, seed)
         cov = np.asarray(post.cov())
         mean_errors.append((np.asarray(post.mean()) - mean) / np.sqrt(var))
         variance_errors.append(np.diag(cov) / var - 1)
@@ -156,6 +161,5 @@ def test_reaches_closed_form_posterior(strategy):
         ess = float(post.effective_sample_size())
         np.testing.assert_array_less(np.abs(errors[0]), 4 / np.sqrt(ess) + allowances[0])
     else:
-        errors, allowance = np.asarray(errors), np.mean(allowances, axis=0)
-        pooled_se = np.sqrt(errors.var(axis=0, ddof=1).mean() / len(errors))
-        np.testing.assert_array_less(np.abs(errors.mean(axis=0)), 4 * pooled_se + allowance)
+        tol = 4 * pooled_standard_error(errors) + np.mean(allowances, axis=0)
+        np.testing.assert_array_less(np.abs(np.mean(errors, axis=0)), tol)
