@@ -1,63 +1,77 @@
 """Particle Mirror Descent (Algorithm 1 of Dai, He, Dai & Song, AISTATS 2016).
 
 Stochastic mirror descent in density space: each step solves the prox-mapping (eq. 2)
-``q_{t+1} ∝ q_t^{1-γ_t} p^{γ_t} p(x_t|θ)^{Nγ_t}`` inexactly, by one of
+``q_{t+1} ∝ q_t^{1-γ_t} p^{γ_t} p(x_t|θ)^{Nγ_t}`` inexactly with weighted particles. Every update
+is one formula over a particle set with a *base* log-density ratio ``b_i = log p(θ_i) - log π(θ_i)``
+for the density ``π`` the particles were drawn from: ``log α ← log α + γ (b + N ℓ̄ - log α)``.
+Prior particles have ``b = 0`` (eq. 5); fresh draws from the KDE ``q̃_t`` have ``log α = 0`` and
+``b = log p - log q̃_t`` (eq. 7); particles kept after a draw keep their ``b`` (section 3.3's hybrid).
+Mini-batches (Remark 2 of Theorem 2) use ``N · mean_b log p(x_b|θ)``. Strategies: ``"particles"``
+never redraws, ``"kde"`` redraws at every step, ``"hybrid"`` redraws when the ESS falls below
+``redraw_below`` of the particles.
 
-* ``"particles"`` — fixed particles from the prior, log-weights updated by eq. (5)
-  ``log α ← (1-γ) log α + Nγ·mean_batch log p(x|θ)``;
-* ``"kde"`` — draw ``m_t`` locations from the current weighted KDE, weight them by eq. (7)
-  ``γ(log p - log q̃_t) + Nγ·mean_batch log p(x|θ)`` and place a Gaussian kernel on each (eq. 6);
-* ``"hybrid"`` — section 3.3: KDE steps while the support is being found, then the last KDE draw is
-  frozen and weighted-particle steps follow, with the proposal corrected for (see below); with
-  ``redraw_below`` > 0 it draws afresh from the KDE whenever the ESS falls below that fraction.
+Two variants share that update (``variant``):
 
-Both updates are one formula over a particle set with a *base* log-density ratio
-``b_i = log p(θ_i) - log π(θ_i)`` for the density ``π`` the particles were drawn from:
-``log α ← log α + γ (b + N ℓ̄ - log α)``. Prior particles have ``b = 0`` (eq. 5); fresh KDE draws
-have ``log α = 0`` and ``b = log p - log q̃_t`` (eq. 7); the hybrid's frozen KDE draw keeps its ``b``.
+``"robust"`` — the default, the most accurate PMD we could justify (measured in the README):
 
-Choices the paper leaves open, made here and tested in ``tests/test_pmd_*.py``:
+* **Streaming start.** With ``γ_t = 1/t`` the iterate after ``t`` steps is
+  ``p · exp(N/t Σ_{s≤t} ℓ̄_s)``: the first batches' likelihood raised to the power ``N/(tB)``, a
+  posterior far narrower than the true one, centred wherever those few points put it. Particles
+  cannot follow such a target (the ESS cap of the paper variant makes the clock crawl instead,
+  and each redraw in that phase moves mode masses at random). At the end of the first pass the
+  same iterate is ``p · Π_n p(x_n|θ)``, the posterior, which is also where Bayes' rule applied
+  batch by batch ends. So during the first ``N`` data points the robust variant multiplies the
+  iterate by each batch's likelihood (``log α ← log α + Σ_b log p(x_b|θ)``: the partial
+  posteriors of one-pass SMC, never narrower than the posterior), and from there on it takes
+  the mirror-descent steps of eq. (2) with ``γ_t`` from the schedule's clock ``t = N/B + s``
+  (for ``γ_t = 1/t``: ``γ = B / points visited``, Theorem 5's iterate, exactly: the average of
+  the passes' log-likelihoods).
+* **Sub-stepped ESS cap.** Theorem 6 caps ``γ_t`` by ``Δ/M``; its practical form keeps the
+  conditional ESS of every reweighting above ``ess_floor``. Instead of shrinking the step (which
+  re-weights batches unevenly and leaves a tempered iterate), a step that would break the floor
+  is taken in sub-steps on the same batch with a redraw between them: two prox steps ``γ_1, γ_2``
+  on the same ``g_t`` compose to one of ``1 - (1-γ_1)(1-γ_2)``, and likelihood increments add,
+  so the step reaches exactly the iterate it was scheduled to reach (adaptive tempering within
+  a step, Jasra et al. 2011). At most ``max_substeps`` sub-steps; ``info["uncapped"]`` reports
+  a step that needed more and took its remainder uncapped.
+* **A kernel that keeps the iterate's moments and modes** (:mod:`pmd.local_kernel`): redraws come
+  from a per-cluster Liu-West kernel (weighted k-means, each cluster's centres shrunk towards its
+  mean so that its KDE has the cluster's mean and covariance): no inflation by ``H`` at each
+  redraw, and no kernel as wide as the distance between two modes.
+* The posterior is the weighted particles (eq. 4).
 
-* Mini-batches (Remark 2 of Theorem 2) use ``N · mean_b log p(x_b|θ)``.
-* Default step size ``γ_t = 1/t`` (Theorem 5 with ``η = 1``): the weighted-particle log-weights are
-  then exactly ``N`` times the running average of the batch log-likelihoods.
-* Every resampling (KDE) step is capped by the conditional ESS (``ess_floor``, default 0.5): the
-  practical form of Theorem 6's ``γ ≤ Δ/M`` cap; the ``γ`` used is in ``info["gamma"]``. A capped
-  step advances the schedule's clock only by ``γ_used/γ_scheduled``, so capping delays the schedule
-  instead of spending it: with ``1/t`` and a cap binding for the first ``t0`` steps, the likelihood
-  would otherwise keep a weight deficit of order ``t0/T`` (a tempered posterior) after ``T`` steps.
-  ``info["exponent"]`` is that weight ``λ_t = 1 - Π(1-γ_s)`` (1: the full likelihood).
-  Weighted-particle steps keep every log-weight exactly, lose nothing by a small ESS and are not
-  capped unless ``particle_ess_floor`` is set.
+``"paper"`` — Algorithm 1 as published, kept for the reproduction of the paper's figures:
+
+* Default step size ``γ_t = 1/t`` from the first step.
+* Every resampling (KDE) step is capped by the conditional ESS (``ess_floor``, default 0.5). A
+  capped step advances the schedule's clock only by ``γ_used/γ_scheduled``, so capping delays the
+  schedule instead of spending it. ``info["exponent"]`` is the likelihood weight
+  ``λ_t = 1 - Π(1-γ_s)`` (1: the full likelihood). Weighted-particle steps are not capped unless
+  ``particle_ess_floor`` is set (default 0.5 for ``"hybrid"``).
+* ``"hybrid"``: ``kde_steps`` KDE steps, then the last draw is frozen and weighted-particle steps
+  follow, redrawn from the KDE whenever the ESS falls below ``redraw_below``.
 * The ``m_t`` locations of a KDE step are drawn with stratified component indices (each is still
-  marginally a draw from ``q̃_t``, as eq. 6 requires): with i.i.d. draws the mass of each mode of
-  a multimodal posterior drifts at every redraw, and the ``-γ log q̃_t`` term corrects that drift
-  only at rate ``γ_t``.
-* Defaults that work without tuning (measured on the conjugate model, d = 2 and 10, and the
-  mixture; ``tests/test_pmd_*.py``): the ``"hybrid"`` strategy, one KDE step, then weighted
-  particles that are redrawn from the KDE whenever the ESS halves, every step capped at a
-  conditional ESS of one half. Pure KDE steps resample at every step; each adds the kernel
-  covariance ``H`` to the iterate and the ``(1-γ)`` contraction removes only a ``γ`` fraction of
-  it, so with ``γ_t = 1/t`` the inflation grows like ``Σ_t H_t`` (measured: 2-3× the posterior
-  variance after 3 passes with Silverman's ``H`` at d = 2, 14× at d = 10). Redrawing only when the
-  ESS halves makes a few dozen redraws instead of one per step. Silverman's factor is halved
-  (``scale = 0.5``, a quarter of the kernel covariance): his rule is tuned to estimate a static
-  density once, not to be convolved into the iterate at every redraw.
+  marginally a draw from ``q̃_t``, as eq. 6 requires).
+* The kernel is a global rule of :mod:`pmd.bandwidth` (default Silverman's at half scale); the
+  posterior is the weighted KDE (eq. 6) while KDE steps run, else the weighted particles.
 * The growing particle schedule ``m_t`` applies to the KDE draws; a buffer of ``num_particles``
   slots holds them and unused slots carry ``-inf`` log-weight, so shapes stay static under ``jit``.
+
+What each choice buys is measured in ``tests/test_pmd_*.py`` and the README.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
 
 from .bandwidth import bandwidth_rule
 from .interface import ConfigError, require_fraction, require_positive_int
-from .kde import kde_log_density, kde_sample
+from .kde import Kernel, kernel_log_density, kernel_sample
+from .local_kernel import LocalShrinkage
 from .model import Model
 from .posterior import KDEPosterior, ParticlePosterior
 from .schedules import particle_count, step_size
@@ -65,22 +79,28 @@ from .weights import cap_step_size, effective_sample_size, normalize
 
 Array = jax.Array
 STRATEGIES = ("particles", "kde", "hybrid")
-DEFAULT_BANDWIDTH = {"kind": "silverman", "scale": 0.5}
+VARIANTS = ("robust", "paper")
+DEFAULT_BANDWIDTH = {"robust": {"kind": "local", "clusters": 4, "scale": 1.0},
+                     "paper": {"kind": "silverman", "scale": 0.5}}
+# The paper variant as the reproduction runs it (section 3.3's hybrid; workflow configs' pmd_paper).
+PAPER = {"variant": "paper", "strategy": "hybrid", "kde_steps": 1, "redraw_below": 0.5,
+         "particle_ess_floor": 0.5}
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class PMDState:
-    """Particles, their log-weights and base ratios, the kernel factor and the step count."""
+    """Particles, their log-weights and base ratios, the kernel, the step count and clocks."""
 
     positions: Array  # (M, d)
     log_weights: Array  # (M,), normalised; -inf for unused slots
     base: Array  # (M,), log p(θ) - log π(θ) for the density π the particles came from
-    chol: Array  # (d, d), Cholesky factor of the kernel covariance
+    kernel: Kernel  # the kernel of the last redraw's KDE
     step: Array  # int32, number of steps taken
-    clock: Array  # the step-size schedule's iteration: advances by γ_used / γ_scheduled per step
+    clock: Array  # the step-size schedule's iteration (paper: advances by γ_used / γ_scheduled)
     exponent: Array  # λ_t: q̃_t ∝ p · exp(N Σ_s w_s ℓ̄_s) with Σ_s w_s = λ_t (1 = no tempering left)
     from_prior: Array  # bool: the current q̃ is the prior itself (before the first KDE step)
+    seen: Array  # robust: data points absorbed by the streaming start (N once it is over)
 
 
 class PMD:
@@ -90,18 +110,23 @@ class PMD:
         model: the :class:`pmd.Model`.
         data_size: ``N``, the number of data points (the likelihood is raised to ``Nγ``).
         num_particles: ``m``, the particles held (the final ``m_t`` of a growing schedule).
+        variant: ``"robust"`` (default) or ``"paper"`` (module docstring).
         strategy: ``"particles"`` | ``"kde"`` | ``"hybrid"`` (default).
         step_size: a number, ``{"kind": "harmonic" | "sqrt" | "constant" | "theorem6", ...}`` or a
             callable ``t -> γ_t`` (default ``γ_t = 1/t``).
-        bandwidth: a rule name or mapping for :func:`pmd.bandwidth.bandwidth_rule` (default
-            Silverman's rule on the weighted covariance at half scale).
-        particle_schedule: None (constant ``m``) or ``{"kind": "power", "initial": m_1, ...}``.
-        ess_floor: conditional-ESS fraction every KDE step keeps (0 switches the cap off).
-        particle_ess_floor: the same for weighted-particle steps (default: 0.5 for ``"hybrid"``,
-            whose redraws need weights that did not collapse; 0 for ``"particles"``).
-        kde_steps: for ``"hybrid"``, how many KDE steps before the particles are frozen (default 1).
-        redraw_below: for ``"hybrid"``, redraw from the KDE when the ESS falls below this
-            fraction of the particles (default 0.5; 0 freezes the particles for good).
+        bandwidth: the redraw kernel: ``{"kind": "local", "clusters": K, "scale": c}``
+            (:class:`pmd.local_kernel.LocalShrinkage`, the robust default) or a rule of
+            :func:`pmd.bandwidth.bandwidth_rule` (the paper's default: Silverman at half scale).
+        particle_schedule: None (constant ``m``) or ``{"kind": "power", "initial": m_1, ...}``
+            (paper variant).
+        ess_floor: conditional-ESS fraction every reweighting keeps (robust: every sub-step; paper:
+            every KDE step; 0 switches the cap off).
+        particle_ess_floor: paper variant: the same for weighted-particle steps (default: 0.5 for
+            ``"hybrid"``, 0 for ``"particles"``).
+        kde_steps: paper ``"hybrid"``: how many KDE steps before the particles are frozen.
+        redraw_below: ``"hybrid"``: redraw from the KDE when the ESS falls below this fraction of
+            the particles (default 0.5; 0 never redraws after the paper variant's KDE steps).
+        max_substeps: robust variant: the most sub-steps (each possibly with a redraw) one step takes.
     """
 
     def __init__(
@@ -109,20 +134,25 @@ class PMD:
         model: Model,
         data_size: int,
         num_particles: int,
+        variant: str = "robust",
         strategy: str = "hybrid",
         step_size: Any = None,
-        bandwidth: Any = DEFAULT_BANDWIDTH,
+        bandwidth: Any = None,
         particle_schedule: Any = None,
         ess_floor: float = 0.5,
         particle_ess_floor: float | None = None,
         kde_steps: int = 1,
         redraw_below: float = 0.5,
+        max_substeps: int = 64,
     ):
         if not isinstance(model, Model):
             raise ConfigError(f"model must be a pmd.Model, got {type(model).__name__}")
+        if variant not in VARIANTS:
+            raise ConfigError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
         if strategy not in STRATEGIES:
             raise ConfigError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
         self.model = model
+        self.variant = variant
         self.data_size = require_positive_int("data_size", data_size)
         self.num_particles = require_positive_int("num_particles", num_particles)
         self.strategy = strategy
@@ -132,33 +162,42 @@ class PMD:
         self.particle_ess_floor = require_fraction("particle_ess_floor", particle_ess_floor, high=0.999)
         self.kde_steps = require_positive_int("kde_steps", kde_steps)
         self.redraw_below = require_fraction("redraw_below", redraw_below)
+        self.max_substeps = require_positive_int("max_substeps", max_substeps)
         if strategy == "particles" and particle_schedule is not None:
             raise ConfigError("particle_schedule applies to KDE draws; strategy='particles' keeps "
                               "num_particles fixed prior particles")
+        if variant == "robust" and particle_schedule is not None:
+            raise ConfigError("particle_schedule is a paper-variant option (variant='paper')")
         try:
             self.particles = particle_count(particle_schedule, self.num_particles)
             self.gamma = step_size_or_default(step_size, self.particles, model.dim)
-            self.bandwidth = bandwidth_rule(bandwidth)
+            self.bandwidth = kernel_rule(DEFAULT_BANDWIDTH[variant] if bandwidth is None else bandwidth)
         except ValueError as err:
             raise ConfigError(str(err)) from err
-        self._step = jax.jit(self._step_impl)
+        if variant == "paper" and isinstance(self.bandwidth, LocalShrinkage) and strategy != "particles":
+            raise ConfigError("the local kernel keeps no density for the paper variant's KDE posterior: "
+                              "use variant='robust' or a rule of pmd.bandwidth")
+        self._step = jax.jit(self._robust_step if variant == "robust" else self._paper_step)
 
     # -- the interface -------------------------------------------------------------------------
     def init(self, key: Array) -> PMDState:
         """``q̃_1 = p`` (Algorithm 1, line 3): ``m`` prior draws, equally weighted."""
         m = self.num_particles
-        positions = self.model.sample_prior(key, m)
-        active = m if self.strategy == "particles" else int(self.particles(1))
+        k_prior, k_kernel = jax.random.split(key)
+        positions = self.model.sample_prior(k_prior, m)
+        active = m if self.strategy == "particles" or self.variant == "robust" else int(self.particles(1))
         log_w = normalize(jnp.where(jnp.arange(m) < active, 0.0, -jnp.inf).astype(positions.dtype))
+        zero = jnp.asarray(0.0, positions.dtype)
         return PMDState(
             positions=positions,
             log_weights=log_w,
             base=jnp.zeros((m,), positions.dtype),
-            chol=self.bandwidth(positions, log_w, 1.0),
+            kernel=self._kernel(k_kernel, positions, log_w, 1.0),
             step=jnp.asarray(0, jnp.int32),
-            clock=jnp.asarray(0.0, positions.dtype),
-            exponent=jnp.asarray(0.0, positions.dtype),
+            clock=zero,
+            exponent=zero,
             from_prior=jnp.asarray(True),
+            seen=zero,
         )
 
     def step(self, key: Array, state: PMDState, batch: Any) -> tuple[PMDState, dict]:
@@ -167,29 +206,125 @@ class PMD:
         return self._step(key, state, batch)
 
     def posterior(self, state: PMDState) -> ParticlePosterior:
-        """The weighted KDE ``q̃_{t+1}`` (eq. 6) while KDE steps run, else the weighted particles (eq. 4)."""
-        if self.strategy == "particles" or (self.strategy == "hybrid" and int(state.step) > self.kde_steps):
-            return ParticlePosterior(state.positions, state.log_weights)
-        return KDEPosterior(state.positions, state.log_weights, state.chol)
+        """Paper variant: the weighted KDE ``q̃_{t+1}`` (eq. 6) while KDE steps run; otherwise the
+        weighted particles (eq. 4)."""
+        kde_running = self.strategy == "kde" or (self.strategy == "hybrid" and int(state.step) <= self.kde_steps)
+        if self.variant == "paper" and kde_running:
+            return KDEPosterior(state.kernel.centres, state.log_weights, state.kernel.chols[0])
+        return ParticlePosterior(state.positions, state.log_weights)
 
-    # -- the kernel ----------------------------------------------------------------------------
+    # -- shared pieces -------------------------------------------------------------------------
+    def _kernel(self, key: Array, positions: Array, log_w: Array, gamma) -> Kernel:
+        if isinstance(self.bandwidth, LocalShrinkage):
+            return self.bandwidth(key, positions, log_w)
+        return Kernel.shared(positions, self.bandwidth(positions, log_w, gamma))
+
+    def _draw(self, key: Array, kernel: Kernel, log_w: Array, count) -> tuple[Array, Array, Array]:
+        """``m`` stratified draws from the KDE ``q̃``: positions, base ``log p - log q̃``, uniform log α
+        over the first ``count`` slots."""
+        m = self.num_particles
+        new = kernel_sample(key, kernel, log_w, m, stratified=True)
+        base = self.model.log_prior_many(new) - kernel_log_density(new, kernel, log_w)
+        uniform = jnp.where(jnp.arange(m) < count, 0.0, -jnp.inf).astype(new.dtype)
+        return new, base, uniform
+
+    def _mean_loglik(self, positions: Array, batch: Any) -> Array:
+        return jnp.mean(self.model.batch_log_likelihood(positions, batch), axis=1)
+
+    # -- the robust variant --------------------------------------------------------------------
+    def _robust_step(self, key: Array, state: PMDState, batch: Any) -> tuple[PMDState, dict]:
+        size = jax.tree_util.tree_leaves(batch)[0].shape[0]
+        dtype = state.positions.dtype
+        n = jnp.asarray(self.data_size, dtype)
+        streaming = state.seen < n
+        fresh = jnp.clip(n - state.seen, 0.0, size)  # first-pass rows this batch adds
+        clock = jnp.where(streaming, (state.seen + fresh) / size, state.clock + 1.0)
+        scheduled = jnp.asarray(self.gamma(clock), dtype)
+        gamma = jnp.where(streaming, 0.0, scheduled)
+        # the streaming start adds the batch's log-likelihood once (`remaining` is its fraction to
+        # go); a mirror-descent step takes (1-γ) to the target Π(1-γ_i) = 1-γ (`remaining` = that
+        # product still to be applied, as a ratio)
+        m = self.num_particles
+        always = self.strategy == "kde"
+        never = self.strategy == "particles"
+
+        def direction(log_w, base, loglik):
+            stream = fresh * loglik
+            prox = base + n * loglik - jnp.where(jnp.isfinite(log_w), log_w, 0.0)
+            return jnp.where(jnp.isfinite(log_w), jnp.where(streaming, stream, prox), 0.0)
+
+        def body(carry):
+            positions, log_w, base, kernel, loglik, remaining, i, redraws = carry
+            k = jax.random.fold_in(key, i)
+            low = effective_sample_size(log_w) < self.redraw_below * m
+            redraw = ~never & (low | (always & (i == 0)))
+
+            def fresh_draw():
+                k_kernel, k_draw = jax.random.split(k)
+                kern = self._kernel(k_kernel, positions, log_w, gamma)
+                pos, b, lw = self._draw(k_draw, kern, log_w, m)
+                return pos, lw, b, kern, self._mean_loglik(pos, batch)
+
+            positions, log_w, base, kernel, loglik = jax.lax.cond(
+                redraw, fresh_draw, lambda: (positions, log_w, base, kernel, loglik))
+            step_max = jnp.where(streaming, remaining, 1.0 - remaining)
+            last = i == self.max_substeps - 1
+            dirn = direction(log_w, base, loglik)
+            s = jnp.where(last, step_max, cap_step_size(log_w, dirn, step_max, self.ess_floor))
+            log_w = normalize(jnp.where(jnp.isfinite(log_w), log_w + s * dirn, -jnp.inf))
+            remaining = jnp.where(streaming, remaining - s, remaining / (1.0 - s))
+            return positions, log_w, base, kernel, loglik, remaining, i + 1, redraws + redraw
+
+        def unfinished(carry):
+            remaining, i = carry[5], carry[6]
+            todo = jnp.where(streaming, remaining > 1e-6, remaining < 1.0 - 1e-6)
+            return (i == 0) | (todo & (i < self.max_substeps))
+
+        start_remaining = jnp.where(streaming, 1.0, 1.0 - gamma).astype(dtype)
+        carry = (state.positions, state.log_weights, state.base, state.kernel,
+                 self._mean_loglik(state.positions, batch), start_remaining, jnp.asarray(0), jnp.asarray(0))
+        positions, log_w, base, kernel, _, _, substeps, redraws = jax.lax.while_loop(unfinished, body, carry)
+        new = PMDState(
+            positions=positions,
+            log_weights=log_w,
+            base=base,
+            kernel=kernel,
+            step=state.step + 1,
+            clock=clock,
+            exponent=jnp.where(streaming, (state.seen + fresh) / n, (1.0 - gamma) * state.exponent + gamma),
+            from_prior=state.from_prior & (redraws == 0),
+            seen=state.seen + fresh,
+        )
+        info = {
+            "gamma": gamma,
+            "gamma_scheduled": scheduled,
+            "ess": effective_sample_size(log_w),
+            "exponent": new.exponent,
+            "num_active": jnp.sum(jnp.isfinite(log_w)),
+            "bandwidth": kernel_scale(kernel),
+            "redraw": redraws > 0,
+            "redraws": redraws,
+            "substeps": substeps,
+            "uncapped": substeps >= self.max_substeps,
+        }
+        return new, info
+
+    # -- the paper variant ---------------------------------------------------------------------
     def _redraw(self, key: Array, state: PMDState, t: Array) -> tuple[Array, Array, Array]:
         """Draw from ``q̃_t`` (the prior before the first KDE step): positions, base, uniform log α."""
         m = self.num_particles
 
         def from_prior(_):
-            return self.model.sample_prior(key, m), jnp.zeros((m,), state.positions.dtype)
+            positions = self.model.sample_prior(key, m)
+            uniform = jnp.where(jnp.arange(m) < self.particles(t), 0.0, -jnp.inf).astype(positions.dtype)
+            return positions, jnp.zeros((m,), positions.dtype), uniform
 
         def from_kde(_):
-            new = kde_sample(key, state.positions, state.log_weights, state.chol, m, stratified=True)
-            log_q = kde_log_density(new, state.positions, state.log_weights, state.chol)
-            return new, self.model.log_prior_many(new) - log_q
+            return self._draw(key, state.kernel, state.log_weights, self.particles(t))
 
-        positions, base = jax.lax.cond(state.from_prior, from_prior, from_kde, None)
-        uniform = jnp.where(jnp.arange(m) < self.particles(t), 0.0, -jnp.inf).astype(positions.dtype)
-        return positions, base, uniform
+        return jax.lax.cond(state.from_prior, from_prior, from_kde, None)
 
-    def _step_impl(self, key: Array, state: PMDState, batch: Any) -> tuple[PMDState, dict]:
+    def _paper_step(self, key: Array, state: PMDState, batch: Any) -> tuple[PMDState, dict]:
         t = state.step + 1
         if self.strategy == "particles":
             redraw = jnp.asarray(False)
@@ -206,7 +341,7 @@ class PMD:
                 lambda: self._redraw(key, state, t),
                 lambda: (state.positions, state.base, state.log_weights),
             )
-        loglik = self.data_size * jnp.mean(self.model.batch_log_likelihood(positions, batch), axis=1)
+        loglik = self.data_size * self._mean_loglik(positions, batch)
         active = jnp.isfinite(prev)
         direction = jnp.where(active, base + loglik - jnp.where(active, prev, 0.0), 0.0)
         scheduled = jnp.asarray(self.gamma(state.clock + 1.0), positions.dtype)
@@ -221,11 +356,12 @@ class PMD:
             log_weights=log_w,
             base=base,
             # fixed particles never draw from a KDE: their kernel is left as it was
-            chol=state.chol if self.strategy == "particles" else self.bandwidth(positions, log_w, gamma),
+            kernel=state.kernel if self.strategy == "particles" else self._kernel(key, positions, log_w, gamma),
             step=t,
             clock=state.clock + gamma / scheduled,
             exponent=(1.0 - gamma) * state.exponent + gamma,
             from_prior=state.from_prior & ~redraw,
+            seen=state.seen,
         )
         info = {
             "gamma": gamma,
@@ -233,10 +369,33 @@ class PMD:
             "ess": effective_sample_size(log_w),
             "exponent": new.exponent,
             "num_active": jnp.sum(active),
-            "bandwidth": jnp.sqrt(jnp.trace(new.chol @ new.chol.T) / positions.shape[1]),
+            "bandwidth": kernel_scale(new.kernel),
             "redraw": redraw,
         }
         return new, info
+
+
+def kernel_scale(kernel: Kernel) -> Array:
+    """The RMS kernel standard deviation ``sqrt(tr H / d)``, averaged over the clusters."""
+    d = kernel.chols.shape[-1]
+    return jnp.mean(jnp.sqrt(jnp.einsum("kij,kij->k", kernel.chols, kernel.chols) / d))
+
+
+def kernel_rule(spec: Any):
+    """The redraw kernel: ``{"kind": "local", ...}`` (:class:`pmd.local_kernel.LocalShrinkage`) or
+    any rule of :func:`pmd.bandwidth.bandwidth_rule`."""
+    if isinstance(spec, Mapping) and spec.get("kind") == "local":
+        args = {k: v for k, v in spec.items() if k != "kind"}
+        try:
+            rule = LocalShrinkage(**args)
+        except TypeError as err:
+            raise ValueError(f"bad arguments for bandwidth rule 'local': {args} ({err})") from err
+        if not isinstance(rule.clusters, int) or rule.clusters < 1:
+            raise ValueError(f"bandwidth rule 'local': clusters must be a positive integer, got {rule.clusters!r}")
+        if not 0 < rule.max_h2 < 1:
+            raise ValueError(f"bandwidth rule 'local': max_h2 must lie in (0, 1), got {rule.max_h2!r}")
+        return rule
+    return bandwidth_rule(spec)
 
 
 def step_size_or_default(spec: Any, particles, dim: int):

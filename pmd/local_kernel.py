@@ -1,0 +1,110 @@
+"""A kernel for PMD's redraws that neither inflates the iterate nor blurs its modes.
+
+Eq. (6) places a kernel ``K_H`` on every particle. Drawn from at every redraw, a kernel of
+covariance ``H`` adds ``H`` to the iterate's covariance each time: the KDE iterate is wider than
+the iterate it approximates, the error compounds over redraws (measured: 22× too wide on logistic
+regression at 1.6M rows), and a narrower ``H`` instead starves the cloud of the spread it needs
+(the particles collapse). With several modes a kernel built from the *global* covariance is as
+wide as the distance between them, and the prox step (eq. 2) takes mass from the mode the kernel
+fits worse at every step (by Hölder, ``∫_A q̃^{1-γ} f^γ`` is largest when ``q̃ ∝ f`` on ``A``):
+measured on the Welling-Teh mixture, one mode's mass drifted from 0.5 to 1.0 in 30 steps.
+
+:class:`LocalShrinkage` therefore (1) clusters the weighted particles by weighted k-means
+(``K`` clusters, Lloyd iterations from a weighted k-means++ start), and (2) in each cluster ``c``
+applies the kernel shrinkage of Liu & West (2001, sec. 3.3; West 1993): centres
+``a_c θ_i + (1 - a_c) μ_c`` and kernel covariance ``h_c² Σ_c`` with ``a_c = sqrt(1 - h_c²)``, so
+that each cluster's KDE has exactly the weighted mean ``μ_c`` and covariance ``Σ_c`` of its
+particles: the mixture of clusters keeps the mean and covariance of the whole cloud, and every mode
+keeps its own shape. ``h_c²`` is the normal-reference (Silverman) factor
+``scale² (4 / ((d + 2) n_c))^{2/(d+4)}`` on the cluster's effective sample size ``n_c``, capped at
+``max_h2`` so that ``a_c`` stays away from zero. A cluster with few particles borrows strength from
+the pooled within-cluster covariance ``Σ_pool = Σ_c W_c Σ_c``:
+``Σ̂_c = (n_c Σ_c + ν Σ_pool) / (n_c + ν)`` with ``ν = d + 2`` (the posterior mean under an
+inverse-Wishart prior centred on ``Σ_pool``), so its covariance is defined even when ``n_c ≤ d``.
+With ``K = 1`` this is Liu and West's kernel, the one one-pass SMC uses (``baselines/smc.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+from .bandwidth import stable_cholesky
+from .kde import Kernel, pairwise_sq_distances
+from .weights import effective_sample_size, normalize
+
+Array = jax.Array
+
+
+def weighted_kmeans(key: Array, points: Array, log_weights: Array, k: int, iters: int = 10) -> Array:
+    """Cluster labels ``(m,)`` of weighted points by Lloyd's algorithm from a k-means++ start.
+
+    The start (Arthur & Vassilvitskii 2007) draws the first centre by weight and each next one
+    with probability ∝ weight × squared distance to the nearest chosen centre; ``iters`` Lloyd
+    iterations follow, each centre the weighted mean of its points (an empty cluster keeps its
+    centre). Points of ``-inf`` log-weight are assigned but weigh nothing.
+    """
+    w = jnp.exp(normalize(log_weights))
+    keys = jax.random.split(key, k)
+    first = points[jax.random.categorical(keys[0], log_weights)]
+    centres = jnp.zeros((k, points.shape[1]), points.dtype).at[:].set(first)
+
+    def add_centre(j, centres):
+        # unchosen rows still hold the first centre, so this is the distance to the chosen ones
+        nearest = jnp.min(pairwise_sq_distances(points, centres), axis=1)
+        logits = jnp.where(w > 0, jnp.log(w) + jnp.log(jnp.maximum(nearest, 1e-30)), -jnp.inf)
+        return centres.at[j].set(points[jax.random.categorical(keys[j], logits)])
+
+    centres = jax.lax.fori_loop(1, k, add_centre, centres)
+
+    def lloyd(_, centres):
+        labels = jnp.argmin(pairwise_sq_distances(points, centres), axis=1)
+        one_hot = jax.nn.one_hot(labels, k, dtype=points.dtype) * w[:, None]  # (m, k)
+        mass = jnp.sum(one_hot, axis=0)
+        means = (one_hot.T @ points) / jnp.maximum(mass, 1e-30)[:, None]
+        return jnp.where(mass[:, None] > 0, means, centres)
+
+    centres = jax.lax.fori_loop(0, iters, lloyd, centres)
+    return jnp.argmin(pairwise_sq_distances(points, centres), axis=1).astype(jnp.int32)
+
+
+@dataclass(frozen=True)
+class LocalShrinkage:
+    """Per-cluster Liu-West kernel (module docstring): ``(key, θ, log α) -> Kernel``.
+
+    Args:
+        clusters: ``K``, the clusters (1: Liu and West's single kernel).
+        scale: multiplies the normal-reference bandwidth ``h_c``.
+        max_h2: cap on ``h_c²`` (the shrinkage ``a_c = sqrt(1 - h_c²)`` stays ≥ ``sqrt(1 - max_h2)``).
+        jitter: relative diagonal jitter of each cluster covariance's Cholesky factor.
+    """
+
+    clusters: int = 4
+    scale: float = 1.0
+    max_h2: float = 0.9
+    jitter: float = 1e-5
+
+    def __call__(self, key: Array, positions: Array, log_weights: Array) -> Kernel:
+        d = positions.shape[1]
+        log_w = normalize(log_weights)
+        labels = weighted_kmeans(key, positions, log_w, self.clusters) if self.clusters > 1 else \
+            jnp.zeros(positions.shape[:1], jnp.int32)
+        member = jax.nn.one_hot(labels, self.clusters, dtype=positions.dtype)  # (m, K)
+        log_member = jnp.where(member.T > 0, log_w[None, :], -jnp.inf)  # (K, m)
+        mass = jnp.exp(jax.scipy.special.logsumexp(log_member, axis=1))  # (K,)
+        w = jnp.exp(log_w)[None, :] * member.T / jnp.maximum(mass, 1e-30)[:, None]  # (K, m), rows sum to 1
+        means = w @ positions  # (K, d)
+        centred = positions[None, :, :] - means[:, None, :]  # (K, m, d)
+        covs = jnp.einsum("km,kmi,kmj->kij", w, centred, centred)
+        ess = jax.vmap(effective_sample_size)(log_member)
+        ess = jnp.where(mass > 0, ess, 1.0)
+        pooled = jnp.einsum("k,kij->ij", mass, covs)
+        nu = d + 2.0
+        covs = (ess[:, None, None] * covs + nu * pooled) / (ess + nu)[:, None, None]
+        h2 = jnp.minimum(self.scale**2 * (4.0 / ((d + 2.0) * ess)) ** (2.0 / (d + 4.0)), self.max_h2)
+        chols = jax.vmap(lambda c, h: stable_cholesky(h * c, self.jitter))(covs, h2)
+        shrink = jnp.sqrt(1.0 - h2)[labels][:, None]
+        centres = shrink * positions + (1.0 - shrink) * means[labels]
+        return Kernel(centres, labels, chols)
