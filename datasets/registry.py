@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets import mnist8m, msd, wikipedia
+from datasets import mnist8m, msd, posteriordb, wikipedia
 from datasets.errors import DatasetError
 
 
@@ -144,6 +144,17 @@ _SOURCES = [
         check=wikipedia.check_dump,
         licence="CC BY-SA 4.0 and GFDL (Wikipedia)",
         citation="Wikimedia Foundation, English Wikipedia database dump of 2024-06-01, pages-articles part 1.",
+    ),
+    *(
+        SourceFile(
+            name=name,
+            urls=(posteriordb.url(name),),
+            size=size,
+            sha256=sha256,
+            licence=posteriordb.LICENCE,
+            citation=posteriordb.CITATION,
+        )
+        for name, (size, sha256) in posteriordb.FILES.items()
     ),
 ]
 

@@ -22,12 +22,15 @@ def _build(name, **overrides):
     """A small instance of METHODS[name]: Gibbs on the mixture, the others on the conjugate model."""
     if name == "gibbs":
         return METHODS[name](MIX.model(), data_size=40, num_particles=5, data=MIX_DATA, burn_in=1), MIX_DATA
-    extra = {"npv_full": {"data": CONJ.data}, "sgld": {"burn_in": 1}}.get(name, {})
+    full_data = {"data": CONJ.data}
+    extra = {"npv_full": full_data, "blackjax_tempered_smc": full_data, "blackjax_data_smc": full_data,
+             "sgld": {"burn_in": 1}}.get(name, {})
     return METHODS[name](CONJ.model, data_size=40, num_particles=5, **{**extra, **overrides}), CONJ.data
 
 
 def test_method_names():
-    assert set(METHODS) == {"sgld", "sgld_parallel", "smc", "svi", "gibbs", "npv", "npv_full"}
+    assert set(METHODS) == {"sgld", "sgld_parallel", "smc", "svi", "gibbs", "npv", "npv_full",
+                            "blackjax_tempered_smc", "blackjax_data_smc", "numpyro_svi"}
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
