@@ -61,7 +61,7 @@ def main() -> None:
         # reduced over one axis, as any consumer does: XLA then fuses instead of writing m×m to memory
         ("kde", "m×m pairwise distances", jax.jit(lambda a, b: jnp.min(pairwise_sq_distances(a, b), axis=1))),
     ]:
-        algo = PMD(model, data_size=10**5, num_particles=m, strategy=strategy)
+        algo = PMD(model, data_size=10**5, num_particles=m, variant="paper", strategy=strategy)
         state, _ = algo.step(key, algo.init(key), batch)  # past the first step, which draws from the prior
         step = jax.jit(lambda k, s: algo.step(k, s, batch))
         t_step = median_seconds(step, key, state, repeats=args.repeats)

@@ -48,6 +48,11 @@ def test_prior_sampler_of_wrong_shape_is_named():
         gaussian_model(sample_prior=lambda key, n: jax.random.normal(key, (n,)))
 
 
+def test_unknown_variant_is_named():
+    with pytest.raises(ConfigError, match=r"unknown variant 'fast'.*robust, paper"):
+        PMD(ConjugateGaussian(dim=2).model(), data_size=10, num_particles=8, variant="fast")
+
+
 def test_unknown_strategy_is_named():
     with pytest.raises(ConfigError, match=r"unknown strategy 'smc'.*particles, kde, hybrid"):
         PMD(ConjugateGaussian(dim=2).model(), data_size=10, num_particles=8, strategy="smc")
@@ -63,6 +68,12 @@ def test_unknown_strategy_is_named():
         ({"step_size": {"kind": "cosine"}}, "step-size kind"),
         ({"bandwidth": "scott"}, "bandwidth rule"),
         ({"strategy": "particles", "particle_schedule": {"kind": "power", "initial": 10}}, "particle_schedule"),
+        ({"particle_schedule": {"kind": "power", "initial": 4}}, "paper-variant option"),
+        ({"bandwidth": {"kind": "local", "clusters": 0}}, "clusters must be a positive integer"),
+        ({"bandwidth": {"kind": "local", "max_h2": 1.0}}, "max_h2"),
+        ({"bandwidth": {"kind": "local", "width": 2}}, "bad arguments for bandwidth rule 'local'"),
+        ({"variant": "paper", "bandwidth": {"kind": "local"}}, "local kernel"),
+        ({"max_substeps": 0}, "max_substeps"),
     ],
 )
 def test_bad_hyperparameters_are_named(kwargs, field):

@@ -22,7 +22,8 @@ def errors(num_particles: int, seeds: int, *, dim: int = 2, num_data: int = 10, 
     prob = ConjugateGaussian(dim=dim, noise_std=noise_std)
     _, x = prob.simulate(data_seed, num_data)
     exact = prob.posterior(x)[0][0]
-    algo = PMD(prob.model(), data_size=num_data, num_particles=num_particles, strategy="particles")
+    algo = PMD(prob.model(), data_size=num_data, num_particles=num_particles, variant="paper",
+               strategy="particles")
     batches = jnp.asarray(x).reshape(-1, batch_size, dim)
 
     def one(key):
