@@ -74,12 +74,12 @@ def kernel_log_density(points: Array, kernel: Kernel, log_weights: Array) -> Arr
     ``points``. ``log_weights`` need not be normalised; ``-inf`` entries are absent components."""
     log_w = log_weights - logsumexp(log_weights)
 
-    def one_cluster(k, chol):
+    per_cluster = []
+    for k in range(kernel.chols.shape[0]):  # a loop, not vmap: a (K, n, m) block hung XLA's CPU runtime
         mine = jnp.where(kernel.cluster == k, log_w, -jnp.inf)
-        return logsumexp(gaussian_kernel_log_matrix(points, kernel.centres, chol) + mine[None, :], axis=1)
-
-    per_cluster = jax.vmap(one_cluster)(jnp.arange(kernel.chols.shape[0]), kernel.chols)  # (K, n)
-    return logsumexp(per_cluster, axis=0)
+        per_cluster.append(logsumexp(gaussian_kernel_log_matrix(points, kernel.centres, kernel.chols[k])
+                                     + mine[None, :], axis=1))
+    return logsumexp(jnp.stack(per_cluster), axis=0)
 
 
 def kernel_sample(key: Array, kernel: Kernel, log_weights: Array, n: int, stratified: bool = False) -> Array:

@@ -36,40 +36,32 @@ import jax.numpy as jnp
 
 from .bandwidth import stable_cholesky
 from .kde import Kernel, pairwise_sq_distances
-from .weights import effective_sample_size, normalize
+from .weights import effective_sample_size, normalize, stratified_draw
 
 Array = jax.Array
 
 
-def weighted_kmeans(key: Array, points: Array, log_weights: Array, k: int, iters: int = 10) -> Array:
+def weighted_kmeans(key: Array, points: Array, log_weights: Array, k: int, iters: int = 10,
+                    sample: int = 256) -> Array:
     """Cluster labels ``(m,)`` of weighted points by Lloyd's algorithm from a k-means++ start.
 
-    The start (Arthur & Vassilvitskii 2007) draws the first centre by weight and each next one
-    with probability ∝ weight × squared distance to the nearest chosen centre; ``iters`` Lloyd
-    iterations follow, each centre the weighted mean of its points (an empty cluster keeps its
-    centre). Points of ``-inf`` log-weight are assigned but weigh nothing.
+    The centres are fitted to ``sample`` points drawn by stratified resampling (so every point of
+    the fit weighs the same, and the fit costs ``O(sample · k · d)`` whatever ``m``); every point
+    then takes the label of its nearest centre. The start (Arthur & Vassilvitskii 2007) draws a
+    first centre at random and each next one with probability ∝ squared distance to the nearest
+    chosen centre; ``iters`` Lloyd iterations follow (an empty cluster keeps its centre).
     """
-    w = jnp.exp(normalize(log_weights))
-    keys = jax.random.split(key, k)
-    first = points[jax.random.categorical(keys[0], log_weights)]
-    centres = jnp.zeros((k, points.shape[1]), points.dtype).at[:].set(first)
-
-    def add_centre(j, centres):
-        # unchosen rows still hold the first centre, so this is the distance to the chosen ones
-        nearest = jnp.min(pairwise_sq_distances(points, centres), axis=1)
-        logits = jnp.where(w > 0, jnp.log(w) + jnp.log(jnp.maximum(nearest, 1e-30)), -jnp.inf)
-        return centres.at[j].set(points[jax.random.categorical(keys[j], logits)])
-
-    centres = jax.lax.fori_loop(1, k, add_centre, centres)
-
-    def lloyd(_, centres):
-        labels = jnp.argmin(pairwise_sq_distances(points, centres), axis=1)
-        one_hot = jax.nn.one_hot(labels, k, dtype=points.dtype) * w[:, None]  # (m, k)
-        mass = jnp.sum(one_hot, axis=0)
-        means = (one_hot.T @ points) / jnp.maximum(mass, 1e-30)[:, None]
-        return jnp.where(mass[:, None] > 0, means, centres)
-
-    centres = jax.lax.fori_loop(0, iters, lloyd, centres)
+    k_draw, k_first, *keys = jax.random.split(key, k + 1)
+    fit = points[stratified_draw(k_draw, log_weights, sample)]
+    centres = jnp.broadcast_to(fit[jax.random.randint(k_first, (), 0, sample)], (k, points.shape[1]))
+    for j in range(1, k):  # unchosen rows still hold the first centre: distances to the chosen ones
+        nearest = jnp.min(pairwise_sq_distances(fit, centres), axis=1)
+        centres = centres.at[j].set(fit[jax.random.categorical(keys[j - 1], jnp.log(jnp.maximum(nearest, 1e-30)))])
+    for _ in range(iters):
+        one_hot = jax.nn.one_hot(jnp.argmin(pairwise_sq_distances(fit, centres), axis=1), k, dtype=points.dtype)
+        count = jnp.sum(one_hot, axis=0)
+        means = (one_hot.T @ fit) / jnp.maximum(count, 1.0)[:, None]
+        centres = jnp.where(count[:, None] > 0, means, centres)
     return jnp.argmin(pairwise_sq_distances(points, centres), axis=1).astype(jnp.int32)
 
 
@@ -102,7 +94,9 @@ def merge_unseparated(labels: Array, means: Array, covs: Array, mass: Array, sep
     d_ashman = jnp.sqrt(2.0 * sq / jnp.maximum(along + along.T, 1e-30))
     present = mass > 0
     joined = (d_ashman < separation) & present[:, None] & present[None, :] | jnp.eye(k, dtype=bool)
-    reach = jax.lax.fori_loop(0, k, lambda _, r: r | ((r.astype(jnp.int32) @ r.astype(jnp.int32)) > 0), joined)
+    reach = joined
+    for _ in range(k):  # transitive closure
+        reach = reach | jnp.any(reach[:, :, None] & reach[None, :, :], axis=1)
     root = jnp.argmax(reach, axis=1)  # the smallest label each cluster reaches
     return root[labels].astype(jnp.int32)
 

@@ -9,6 +9,8 @@ and standard deviation, so the numbers do not depend on the features' scales:
   reference standard deviations; ``mean_error_raw`` is ``‖μ_q - μ‖`` in the original units;
 * ``log_std_ratio``: ``1/d Σ_k log(σ_{q,k} / σ_k)`` (negative: ``q`` is too narrow, as the
   Jaakkola-Jordan bound makes it);
+* ``mean_error_max`` and ``log_std_ratio_max``: the worst coordinate, ``max_k |z̄_{q,k}|`` and
+  ``max_k |log(σ_{q,k} / σ_k)|`` (an average over many coordinates can hide one that is far off);
 * ``energy``: the energy distance ``2 E‖X-Y‖ - E‖X-X'‖ - E‖Y-Y'‖`` (Székely & Rizzo 2013, eq. 2;
   zero iff the distributions agree) between ``q``'s weighted samples and the reference draws, as
   the weighted V-statistic;
@@ -103,10 +105,13 @@ class SampleReference:
             mean_z = w @ z
             var_z = w @ (z - mean_z) ** 2
             cross = _cross_mean_distance(z, w, ref, w_ref)
+            log_std_ratio = 0.5 * jnp.log(var_z)
             return {
                 "mean_error": jnp.linalg.norm(mean_z) / jnp.sqrt(z.shape[1]),
+                "mean_error_max": jnp.max(jnp.abs(mean_z)),
                 "mean_error_raw": jnp.linalg.norm(mean_z * scale),
-                "log_std_ratio": 0.5 * jnp.mean(jnp.log(var_z)),
+                "log_std_ratio": jnp.mean(log_std_ratio),
+                "log_std_ratio_max": jnp.max(jnp.abs(log_std_ratio)),
                 "energy": 2.0 * cross - _cross_mean_distance(z, w, z, w) - self_term,
                 "sliced_w2": sliced_wasserstein(key, z, log_weights, ref, jnp.log(w_ref), num_projections),
             }
