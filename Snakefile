@@ -20,6 +20,7 @@ include: "workflow/rules/datasets.smk"
 include: "workflow/rules/mixture.smk"
 include: "workflow/rules/logistic.smk"
 include: "workflow/rules/rate.smk"
+include: "workflow/rules/posteriordb.smk"
 
 
 rule all:

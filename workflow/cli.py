@@ -11,6 +11,12 @@ The Snakemake rules call these verbs; they work the same by hand::
     pmd-bench reference logistic --data results/data/mnist-small-6v8.npz --out results/logistic/reference.npz
     pmd-bench run logistic --method pmd --seed 0 --data results/data/mnist-small-6v8.npz \
         --reference results/logistic/reference.npz --out results/logistic/runs/pmd/seed0.npz
+    pmd-bench floor posteriordb --posterior arma-arma11 --out results/posteriordb/floors/arma-arma11.json
+    pmd-bench run posteriordb --method pmd --posterior arma-arma11 --seed 0 \
+        --out results/posteriordb/runs/arma-arma11/pmd/seed0.npz
+    pmd-bench report posteriordb --data results/posteriordb/floors/*.json \
+        --runs results/posteriordb/runs/*/*/seed*.npz --out results/figures/table_posteriordb.md \
+        --figure results/figures/posteriordb.png
 """
 
 from __future__ import annotations
@@ -20,13 +26,16 @@ import json
 import sys
 from pathlib import Path
 
+from datasets.errors import DatasetError
+from datasets.settings import resolve_settings
+
 from . import config as config_mod
-from .experiments import logistic, mixture, rate
+from .experiments import logistic, mixture, posteriordb, rate
 from .reference import ConvergenceError
 from .results import save_json
 from .tracking import init_store, tracking_uri
 
-EXPERIMENTS = {"mixture": mixture, "logistic": logistic}
+EXPERIMENTS = {"mixture": mixture, "logistic": logistic, "posteriordb": posteriordb}
 
 
 def _experiment_name(cfg: dict, experiment: str) -> str:
@@ -49,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", choices=sorted(EXPERIMENTS))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--data", required=True)
+    p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
+    p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
     p.add_argument("--out", required=True)
     p.add_argument("--params", help="JSON object replacing the method's config entry")
     p.add_argument("--reference", help="reference posterior draws to score against (logistic)")
@@ -59,16 +69,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="the prepared classification file")
     p.add_argument("--out", required=True)
 
+    p = sub.add_parser("floor", help="score a held-out reference chain against the others (posteriordb)")
+    p.add_argument("experiment", choices=["posteriordb"])
+    p.add_argument("--posterior", required=True)
+    p.add_argument("--out", required=True, help="the floor of every distance (.json)")
+
     p = sub.add_parser("rate", help="measure Theorem 5's O(m^-1/2) rate on the conjugate model")
     p.add_argument("--particles", type=int, nargs="+", default=[100, 300, 1000, 3000])
     p.add_argument("--seeds", type=int, default=100)
     p.add_argument("--out", required=True, help="result JSON; a .png plot goes beside it")
 
     p = sub.add_parser("report", help="render a figure or table from result files")
-    p.add_argument("what", choices=["figure1", "figure2", "table-logistic"])
-    p.add_argument("--data", required=True, help="the experiment's data file (figure1) or reference (logistic)")
+    p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb"])
+    p.add_argument("--data", required=True, nargs="+",
+                   help="the experiment's data file (figure1), reference (logistic) or floor files (posteriordb)")
     p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
     p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
+    p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb)")
     return parser
 
 
@@ -87,19 +104,35 @@ def main(argv: list[str] | None = None) -> int:
             meta = EXPERIMENTS[args.experiment].make_data(cfg[args.experiment], args.out)
             print(json.dumps(meta["floor"], indent=1))
         elif args.verb == "run":
+            if args.experiment not in cfg:
+                raise ValueError(f"the config has no {args.experiment} section")
             section = cfg[args.experiment]
             if args.method not in section["methods"] and args.params is None:
                 raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
                                  f"({', '.join(section['methods'])}); pass --params to give its settings")
             params = json.loads(args.params) if args.params else None
-            extra = {"reference": args.reference} if args.reference else {}
-            meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out, uri,
-                                                        _experiment_name(cfg, args.experiment), params, **extra)
-            print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s")
+            if args.experiment == "posteriordb":
+                if not args.posterior:
+                    raise ValueError("run posteriordb needs --posterior (one of its config's posteriordb.posteriors)")
+                meta = posteriordb.run_one(section, args.method, args.posterior, args.seed, args.out, uri,
+                                           _experiment_name(cfg, args.experiment), params,
+                                           resolve_settings(cfg["datasets"]))
+            else:
+                if not args.data:
+                    raise ValueError(f"run {args.experiment} needs --data (the experiment's data file)")
+                extra = {"reference": args.reference} if args.reference else {}
+                meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out,
+                                                            uri, _experiment_name(cfg, args.experiment), params,
+                                                            **extra)
+            print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s"
+                  + (f"; FAILED: {meta['error']}" if meta.get("status") == "failed" else ""))
         elif args.verb == "reference":
             meta = logistic.make_reference(cfg[args.experiment], args.data, args.out, uri,
                                            _experiment_name(cfg, args.experiment))
             print(json.dumps({"diagnostics": meta["diagnostics"], "floor": meta["floor"]}, indent=1))
+        elif args.verb == "floor":
+            floor = posteriordb.make_floor(args.posterior, args.out, resolve_settings(cfg["datasets"]))
+            print(json.dumps(floor["floor"], indent=1))
         elif args.verb == "rate":
             from reports import rate as rate_report
 
@@ -107,19 +140,27 @@ def main(argv: list[str] | None = None) -> int:
             save_json(args.out, result)
             rate_report.render(args.out, Path(args.out).with_suffix(".png"))
             print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
+        elif args.verb == "report" and args.what == "posteriordb":
+            from reports import posteriordb as posteriordb_report
+
+            if not args.figure:
+                raise ValueError("report posteriordb needs --figure (the heat map's .png)")
+            posteriordb_report.render(args.data, args.runs, args.out, args.figure)
+        elif args.verb == "report" and len(args.data) != 1:
+            raise ValueError(f"report {args.what} takes one --data file, got {len(args.data)}")
         elif args.verb == "report" and args.what == "figure1":
             from reports import figure1
 
-            figure1.render(args.data, args.runs, args.out)
+            figure1.render(args.data[0], args.runs, args.out)
         elif args.verb == "report" and args.what == "figure2":
             from reports import figure2
 
-            figure2.render(args.data, args.runs, args.out)
+            figure2.render(args.data[0], args.runs, args.out)
         elif args.verb == "report":
             from reports import table_logistic
 
-            table_logistic.render(args.data, args.runs, args.out)
-    except (ValueError, FileNotFoundError, ConvergenceError) as err:
+            table_logistic.render(args.data[0], args.runs, args.out)
+    except (ValueError, FileNotFoundError, ConvergenceError, DatasetError) as err:
         print(f"pmd-bench: error: {err}", file=sys.stderr)
         return 2
     return 0

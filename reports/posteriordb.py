@@ -1,0 +1,194 @@
+"""The posteriordb table and heat map: every method against every reference posterior, from result files.
+
+Rows are posteriors, columns the reference floor (:func:`workflow.experiments.posteriordb.make_floor`:
+the last reference chain scored against the others) and the methods. The accuracy table's cells
+are ``max_k |mean error_k| / max_k |log σ_{q,k}/σ_k|`` (:class:`pmd.sample_metrics.SampleReference`:
+the worst coordinate's posterior-mean error in reference standard deviations and log standard
+deviation ratio), averaged over the seeds that succeeded; a failed run is marked and its reason
+listed under the table (a failed run's wall time and data visited still count). Its last row counts the posteriors each method solves: both numbers at
+most :data:`SOLVED` (a quarter of a reference sd for the mean, about 28% for the sd; the floors
+of 1000 NUTS draws lie near 0.06). A wall-time table (stepping seconds, compilation included) and a
+data-visited table (points the method read, in passes over the data) follow. The heat map colours
+``max |mean error|`` on a log scale, each cell annotated, failed cells hatched. The JSON summary
+beside the table holds every final metric (``null`` for NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+
+from .resultfiles import atomic_path, load_npz  # noqa: E402
+
+FLOOR = "reference floor"
+ACCURACY = ("mean_error_max", "log_std_ratio_max")
+SOLVED = 0.25
+
+
+def _mean(values) -> float | None:
+    """The mean of the finite values; None when there are none."""
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.mean(finite)) if finite else None
+
+
+def collect(floor_files: list[str | Path], run_files: list[str | Path]) -> dict:
+    """The summary: per posterior its size, floor and, per method, the seeds' final metrics averaged
+    over the runs that succeeded, their times, data visited and the failures' reasons."""
+    posteriors = {}
+    for path in floor_files:
+        floor = json.loads(Path(path).read_text())
+        posteriors[floor["posterior"]] = {**{k: floor[k] for k in ("num_data", "dim", "iid", "chains", "draws")},
+                                          "floor": floor["floor"], "methods": {}}
+    runs: dict[tuple[str, str], list[dict]] = {}
+    budgets = {}
+    for path in run_files:
+        _, meta = load_npz(path)
+        if meta["posterior"] not in posteriors:
+            raise ValueError(f"{path}: posterior {meta['posterior']!r} has no floor file among --data")
+        runs.setdefault((meta["posterior"], meta["method"]), []).append(meta)
+        p = meta["params"]
+        budgets[meta["method"]] = {k: p[k] for k in ("num_passes", "steps_per_pass", "num_steps")}
+    for (posterior, method), metas in runs.items():
+        ok = [m for m in metas if m["status"] == "ok"]
+        cell = {name: _mean(m["final"][name] for m in ok) for name in metas[0]["final"]}
+        posteriors[posterior]["methods"][method] = {
+            **cell, "runs": len(metas), "failed": len(metas) - len(ok),
+            "errors": sorted({m["error"] for m in metas if m["error"]}),
+            "step_seconds": _mean(m["step_seconds"] for m in metas),
+            "visited_passes": float(np.mean([m["visited"] for m in metas])) / posteriors[posterior]["num_data"],
+        }
+    methods = list(dict.fromkeys(method for _, method in runs))
+    return {"posteriors": posteriors, "methods": methods, "budgets": {m: budgets[m] for m in methods}}
+
+
+def _budget_line(summary: dict) -> str:
+    """The data budget in words, one clause per distinct setting (a method entry may override it)."""
+    groups: dict[tuple, list[str]] = {}
+    for method, b in summary["budgets"].items():
+        groups.setdefault((b["num_passes"], b["steps_per_pass"], b["num_steps"]), []).append(method)
+    clauses = [f"{steps} steps ({passes} passes × {per} steps per pass) of ⌈N/{per}⌉ points"
+               + (f" for {', '.join(methods)}" if len(groups) > 1 else "")
+               for (passes, per, steps), methods in groups.items()]
+    return ("Data budget: " + "; ".join(clauses) + " per run, the same on every posterior (N < steps per pass: "
+            "batches of 1 point and more passes; a non-i.i.d. posterior is one datum, N = 1).")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def tables(summary: dict) -> str:
+    """The Markdown text: the accuracy, wall-time and data-visited tables with the failures' reasons."""
+    methods, posteriors = summary["methods"], summary["posteriors"]
+    reasons: list[str] = []
+
+    def mark(cell: dict) -> str:
+        marks = []
+        for error in cell["errors"]:
+            if error not in reasons:
+                reasons.append(error)
+            marks.append(str(reasons.index(error) + 1))
+        return f"[{','.join(marks)}]"
+
+    def accuracy(cell: dict | None) -> str:
+        if cell is None:
+            return "—"
+        if cell["failed"] == cell["runs"]:
+            return f"failed {mark(cell)}"
+        text = " / ".join(f"{cell[k]:.3g}" if cell[k] is not None else "nan" for k in ACCURACY)
+        return text + (f" ({cell['failed']}/{cell['runs']} failed {mark(cell)})" if cell["failed"] else "")
+
+    def label(name: str, p: dict) -> str:
+        return f"{name} (N={p['num_data']}{'' if p['iid'] else ', not i.i.d.'}, d={p['dim']})"
+
+    def solved(cell: dict | None) -> bool:
+        return cell is not None and all(cell[k] is not None and cell[k] <= SOLVED for k in ACCURACY)
+
+    floors = {name: {**p["floor"], "runs": 1, "failed": 0, "errors": []} for name, p in posteriors.items()}
+    acc = [[label(name, p), accuracy(floors[name]), *(accuracy(p["methods"].get(m)) for m in methods)]
+           for name, p in posteriors.items()]
+    acc.append([f"**solved** (both ≤ {SOLVED})", f"{sum(map(solved, floors.values()))}/{len(posteriors)}",
+                *(f"{sum(solved(p['methods'].get(m)) for p in posteriors.values())}/{len(posteriors)}"
+                  for m in methods)])
+    seconds = [[name, *(f"{p['methods'][m]['step_seconds']:.1f}" if p["methods"].get(m, {}).get("step_seconds")
+                        is not None else "—" for m in methods)] for name, p in posteriors.items()]
+    visited = [[name, *(f"{p['methods'][m]['visited_passes']:.3g}" if m in p["methods"] else "—" for m in methods)]
+               for name, p in posteriors.items()]
+    runs = max((c["runs"] for p in posteriors.values() for c in p["methods"].values()), default=0)
+    lines = [
+        "# Methods against posteriordb's reference posteriors",
+        "",
+        _budget_line(summary) + f" {runs} seed(s) per cell; metrics are the mean over the seeds that succeeded.",
+        "",
+        "## max |mean error| / max |log sd ratio| (worst coordinate, in reference sd; lower is better)",
+        "",
+        *_table(["posterior", FLOOR, *methods], acc),
+        "",
+        *(f"[{i + 1}] {reason}" for i, reason in enumerate(reasons)),
+        *([""] if reasons else []),
+        "## Wall time (s, stepping incl. compilation; evaluation excluded)",
+        "",
+        *_table(["posterior", *methods], seconds),
+        "",
+        "## Data points visited, in passes over the data (full-data methods read all N per step)",
+        "",
+        *_table(["posterior", *methods], visited),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def heatmap(summary: dict, out: str | Path) -> None:
+    """Posteriors × (floor, methods), colour = max |mean error| on a log scale, each cell annotated."""
+    methods, posteriors = summary["methods"], summary["posteriors"]
+    columns = [FLOOR, *methods]
+    values = np.full((len(posteriors), len(columns)), np.nan)
+    failed = np.zeros_like(values, bool)
+    for i, p in enumerate(posteriors.values()):
+        cells = [p["floor"], *(p["methods"].get(m) for m in methods)]
+        for j, cell in enumerate(cells):
+            if cell is not None and cell.get("mean_error_max") is not None:
+                values[i, j] = cell["mean_error_max"]
+            failed[i, j] = cell is not None and cell.get("mean_error_max") is None
+    finite = values[np.isfinite(values) & (values > 0)]
+    norm = LogNorm(vmin=min(finite.min(), 0.01), vmax=max(finite.max(), 1.0)) if finite.size else LogNorm(0.01, 1.0)
+    fig, ax = plt.subplots(figsize=(1.1 * len(columns) + 4, 0.45 * len(posteriors) + 2))
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", norm=norm, aspect="auto")
+    cmap = image.get_cmap()
+    for (i, j), value in np.ndenumerate(values):
+        if failed[i, j]:
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", hatch="//", edgecolor="0.5"))
+            ax.text(j, i, "failed", ha="center", va="center", fontsize=7, color="k")
+        elif np.isfinite(value):
+            light = np.mean(cmap(norm(value))[:3]) > 0.5
+            ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=7, color="k" if light else "w")
+    ax.axvline(0.5, color="w", lw=4)  # the floor apart from the methods
+    ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
+    ax.set_yticks(range(len(posteriors)), list(posteriors))
+    fig.colorbar(image, ax=ax, label="max |posterior-mean error| (reference sd)")
+    ax.set_title("Methods against posteriordb reference posteriors: worst-coordinate mean error")
+    fig.tight_layout()
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+
+
+def render(floor_files: list[str | Path], run_files: list[str | Path], out: str | Path, figure: str | Path) -> dict:
+    """Write the Markdown tables to ``out``, the JSON summary beside it and the heat map to ``figure``."""
+    if not run_files:
+        raise FileNotFoundError("no run files were given")
+    summary = collect(floor_files, run_files)
+    with atomic_path(out) as tmp:
+        tmp.write_text(tables(summary))
+    with atomic_path(Path(out).with_suffix(".json")) as tmp:
+        tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
+    heatmap(summary, figure)
+    return summary

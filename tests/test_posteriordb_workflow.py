@@ -1,0 +1,147 @@
+"""The posteriordb experiment through the ``pmd-bench`` CLI on one small posterior: floor, runs (one
+that succeeds, one whose samples blow up, one whose method raises), MLflow, the report, and the
+Snakemake rules (listed with an offline mirror, skipped with a note without one)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from datasets.settings import MIRROR_ENV
+from workflow import cli
+from workflow import config as config_mod
+from workflow.experiments import posteriordb
+from workflow.results import load_npz
+
+REPO = Path(__file__).resolve().parents[1]
+CI_CONFIG = REPO / "workflow" / "config" / "ci.yaml"
+POSTERIOR = "kidiq-kidscore_momiq"  # N = 434, d = 3
+
+
+def _mirror() -> str:
+    value = os.environ.get(MIRROR_ENV)
+    if not value:
+        pytest.skip(f"{MIRROR_ENV} is unset: no offline data mirror holding posteriordb's reference posteriors")
+    if not (Path(value) / "posteriordb").is_dir():
+        pytest.skip(f"offline mirror {value} has no posteriordb/ folder")
+    return value
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A tiny config (10 steps of 44 points), a fresh MLflow store and ``cli(*args) -> exit code``."""
+    _mirror()
+    root = tmp_path_factory.mktemp("posteriordb")
+    cfg = config_mod.load(CI_CONFIG)
+    cfg["results_dir"] = str(root / "results")
+    cfg["posteriordb"].update(posteriors=[POSTERIOR], steps_per_pass=10, num_passes=1, eval_samples=100, methods={
+        "smc": {"num_particles": 100},
+        # Langevin steps of size 1e6 throw the chain to infinity: a run recorded as failed
+        "sgld_diverges": {"method": "sgld", "num_particles": 4, "burn_in": 2, "a": 1e6},
+    })
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    uri = f"sqlite:///{root / 'mlruns.db'}"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MLFLOW_TRACKING_URI", uri)
+    mp.chdir(root)
+    assert cli.main(["--config", str(config), "init-store"]) == 0
+    yield root, cfg, uri, lambda *args: cli.main(["--config", str(config), *args])
+    mp.undo()
+
+
+def _run_file(root: Path, method: str) -> Path:
+    return root / "results" / "posteriordb" / "runs" / POSTERIOR / method / "seed0.npz"
+
+
+def test_runs_floor_and_report(workspace):
+    root, _, uri, run_cli = workspace
+    floor = root / "results" / "posteriordb" / "floors" / f"{POSTERIOR}.json"
+    assert run_cli("floor", "posteriordb", "--posterior", POSTERIOR, "--out", str(floor)) == 0
+    floor_summary = json.loads(floor.read_text())
+    assert floor_summary["chains"] == 10 and floor_summary["num_data"] == 434
+    # held-out NUTS draws: each coordinate's mean within 0.25 sd, its sd within 25%
+    assert floor_summary["floor"]["mean_error_max"] < 0.25 and floor_summary["floor"]["log_std_ratio_max"] < 0.25
+
+    for method in ("smc", "sgld_diverges"):
+        assert run_cli("run", "posteriordb", "--method", method, "--posterior", POSTERIOR, "--seed", "0",
+                       "--out", str(_run_file(root, method))) == 0
+    arrays, meta = load_npz(_run_file(root, "smc"))
+    assert meta["status"] == "ok" and meta["error"] is None
+    assert meta["params"]["batch_size"] == 44 and meta["num_steps"] == 10  # ⌈434/10⌉ points, 1 x 10 steps
+    assert meta["params"]["budget_points"] == 440 and meta["visited"] == 434  # one-pass SMC reads each point once
+    assert list(arrays["visited"]) == [0, 434]  # the prior, then once per steps_per_pass steps
+    assert all(math.isfinite(meta["final"][k]) for k in posteriordb.METRICS)
+    assert meta["final"]["mean_error_max"] >= meta["final"]["mean_error"] - 1e-6
+    _, failed = load_npz(_run_file(root, "sgld_diverges"))
+    assert failed["status"] == "failed" and "not finite" in failed["error"]
+    assert all(math.isnan(v) for v in failed["final"].values())
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("pmd-bench/posteriordb")
+    runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+    ok, bad = runs[f"smc-{POSTERIOR}-seed0"], runs[f"sgld_diverges-{POSTERIOR}-seed0"]
+    assert ok.info.status == "FINISHED" and ok.data.tags["status"] == "ok"
+    assert ok.data.params["posterior"] == POSTERIOR and "mean_error_max" in ok.data.metrics
+    assert [a.path for a in client.list_artifacts(ok.info.run_id, "result")] == ["result/seed0.npz"]
+    assert bad.info.status == "FAILED" and "not finite" in bad.data.tags["error"]
+
+    table, figure = root / "figures" / "table_posteriordb.md", root / "figures" / "posteriordb.png"
+    assert run_cli("report", "posteriordb", "--data", str(floor), "--runs", str(_run_file(root, "smc")),
+                   str(_run_file(root, "sgld_diverges")), "--out", str(table), "--figure", str(figure)) == 0
+    text = table.read_text()
+    assert "10 steps (1 passes × 10 steps per pass)" in text
+    assert f"| {POSTERIOR} (N=434, d=3) |" in text and "| failed [1] |" in text and "[1] 4 of 4" in text
+    summary = json.loads(table.with_suffix(".json").read_text())
+    cell = summary["posteriors"][POSTERIOR]["methods"]["smc"]
+    assert cell["mean_error_max"] == pytest.approx(meta["final"]["mean_error_max"])
+    assert summary["posteriors"][POSTERIOR]["methods"]["sgld_diverges"]["failed"] == 1
+    assert figure.stat().st_size > 10_000
+
+
+def test_an_exception_inside_the_method_is_recorded(workspace, monkeypatch):
+    root, cfg, uri, _ = workspace
+
+    def raises(*args, **kwargs):
+        raise FloatingPointError("the step size collapsed")
+
+    monkeypatch.setattr(posteriordb, "run", raises)
+    out = root / "raises.npz"
+    meta = posteriordb.run_one(cfg["posteriordb"], "smc", POSTERIOR, 1, out, uri, "pmd-bench/posteriordb")
+    arrays, written = load_npz(out)
+    assert written["status"] == "failed" and written["error"] == "FloatingPointError: the step size collapsed"
+    assert meta["error"] == written["error"] and arrays["visited"].size == 0
+    assert all(math.isnan(v) for v in written["final"].values()) and math.isnan(written["step_seconds"])
+
+
+def _dry_run(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
+    cfg = yaml.safe_load(CI_CONFIG.read_text())
+    cfg["results_dir"] = str(tmp_path / "results")
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    return subprocess.run([sys.executable, "-m", "snakemake", "-n", "--nolock", "--cores", "1", "--configfile",
+                           str(config)], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+
+
+def test_snakemake_lists_the_jobs_with_a_mirror(tmp_path):
+    done = _dry_run(tmp_path, {**os.environ, MIRROR_ENV: _mirror()})
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines()
+            if line.startswith("posteriordb_") and len(line.split()) == 2}
+    assert jobs == {"posteriordb_floor": 2, "posteriordb_run": 6, "posteriordb_report": 1}  # 2 posteriors x 3 methods
+
+
+def test_snakemake_skips_the_experiment_without_a_mirror(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != MIRROR_ENV}
+    done = _dry_run(tmp_path, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "the posteriordb experiment is skipped: no offline mirror" in done.stderr
+    assert "posteriordb_" not in done.stdout + done.stderr

@@ -1,0 +1,179 @@
+"""Methods against posteriordb's reference posteriors (Magnusson et al. 2024; :mod:`pmd.models.posteriordb`).
+
+Every method runs on every posterior under ONE rule, nothing tuned per posterior:
+
+* the method takes ``num_steps = ⌈num_passes · steps_per_pass⌉`` steps on every posterior, each
+  on a batch of ``B = ⌈N / steps_per_pass⌉`` data points: ``num_steps · B / N ≥ num_passes``
+  passes over the data (5.8 rather than 5 for ``N = 434``); with ``N < steps_per_pass``, ``B = 1``
+  and ``num_steps / N`` passes; a non-i.i.d. posterior (its data set is ONE datum, ``N = 1``)
+  gets ``num_steps`` full-likelihood steps. Fixing the step count rather than the passes keeps
+  every method's iteration budget the same: ``num_passes`` passes of an ``N = 1`` data set
+  would be ``num_passes`` steps, too few for any iterative method;
+* a method's config entry may override ``batch_size``, ``num_passes`` and ``eval_every`` (as in the
+  other experiments, :func:`workflow.methods.split_spec`), and ``steps_per_pass``.
+
+:func:`run_one` evaluates once every ``steps_per_pass`` steps (from step 0, the prior): the
+posterior's weighted samples (``eval_samples`` draws from a posterior that has only a density),
+mapped to the reference draws' columns by :meth:`PosteriordbProblem.constrain`, scored against
+the reference draws of all chains pooled (:class:`pmd.sample_metrics.SampleReference`). A run
+whose final weighted samples are not finite, or whose method raises, is recorded as failed: NaN
+metrics and the reason in the result file and in MLflow (run status FAILED), and the job still
+succeeds so that the table shows the failed cell.
+
+:func:`make_floor` scores the last reference chain against the other chains: the floor of each
+distance (what independent exact draws would score, up to the chains' autocorrelation).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mlflow
+import numpy as np
+
+from datasets.settings import Settings
+from pmd import RunResult, run
+from pmd.models.posteriordb import PosteriordbProblem, load_problem, reference_draws
+from pmd.sample_metrics import SampleReference
+
+from .. import methods
+from ..results import save_json, save_npz
+from ..tracking import tracked_run
+
+EXPERIMENT = "posteriordb"
+METRICS = ("mean_error", "mean_error_max", "mean_error_raw", "log_std_ratio", "log_std_ratio_max", "energy",
+           "sliced_w2")
+
+
+def budget(section: dict, label: str, spec: dict, num_data: int) -> tuple[dict, dict]:
+    """The module docstring's rule: ``(spec, run settings)`` for a method entry on ``num_data`` points.
+
+    The settings hold ``batch_size``, ``num_steps``, ``eval_every``, ``steps_per_pass`` and
+    ``num_passes`` (the entry's or the section's), the data budget ``budget_points`` (points fed to
+    the method) and ``budget_passes`` (the same in passes over the data).
+    """
+    spec = dict(spec)
+    steps_per_pass = spec.pop("steps_per_pass", section["steps_per_pass"])
+    defaults = {"batch_size": math.ceil(num_data / steps_per_pass), "num_passes": section["num_passes"],
+                "eval_every": None}
+    spec, settings = methods.split_spec(label, spec, defaults)
+    batch = settings["batch_size"]
+    num_steps = math.ceil(settings["num_passes"] * steps_per_pass)
+    return spec, {**settings, "steps_per_pass": steps_per_pass, "num_steps": num_steps,
+                  "eval_every": settings["eval_every"] or steps_per_pass * batch,
+                  "budget_points": num_steps * batch, "budget_passes": num_steps * batch / num_data}
+
+
+def constrained_samples(problem: PosteriordbProblem, posterior, key, num_samples: int) -> tuple[Any, Any, str | None]:
+    """The posterior's weighted samples on the reference draws' scale: ``(samples, log_weights, failure)``.
+
+    ``failure`` (None when the sample is usable) says why it is not: non-finite log-weights, or
+    samples of positive weight that are not finite once constrained. Samples of zero weight (unused
+    slots) are zeroed so that they cannot poison the weighted sums.
+    """
+    thetas, log_w = posterior.weighted_samples(key, num_samples)
+    samples, log_w = problem.constrain(thetas), jnp.asarray(log_w, jnp.float32)
+    weighted = log_w > -jnp.inf
+    if bool(jnp.any(jnp.isnan(log_w))) or not bool(jnp.any(weighted)):
+        return samples, log_w, "the posterior's log-weights are NaN or all -inf"
+    bad = int(jnp.sum(weighted & ~jnp.all(jnp.isfinite(samples), axis=1)))
+    if bad:
+        return samples, log_w, (f"{bad} of {int(jnp.sum(weighted))} weighted samples are not finite on the "
+                                "constrained scale")
+    return jnp.where(weighted[:, None], samples, 0.0), log_w, None
+
+
+class Scorer:
+    """The runner's ``evaluate(posterior, key)``: :meth:`SampleReference.score` of the constrained
+    samples; NaN for every metric when :func:`constrained_samples` finds them unusable, the reason
+    kept in :attr:`failure` (None after a usable evaluation)."""
+
+    def __init__(self, problem: PosteriordbProblem, reference: SampleReference, num_samples: int):
+        self.problem, self.reference, self.num_samples = problem, reference, num_samples
+        self.failure: str | None = None
+
+    def __call__(self, posterior, key) -> dict[str, float]:
+        k_draw, k_score = jax.random.split(key)
+        samples, log_w, self.failure = constrained_samples(self.problem, posterior, k_draw, self.num_samples)
+        if self.failure is not None:
+            return {**{name: math.nan for name in METRICS}, "failed": 1.0}
+        return {**self.reference.score(samples, log_w, k_score), "failed": 0.0}
+
+
+def _outcome(result: RunResult | None) -> tuple[dict, dict]:
+    """``(meta fields, arrays)`` of a run: final metrics, times, data visited and the curves; NaN
+    metrics, NaN times and no curves for a run that raised (``result`` None)."""
+    if result is None:
+        return ({"final": {name: math.nan for name in METRICS}, "step_seconds": math.nan, "eval_seconds": math.nan,
+                 "num_steps": 0, "visited": 0}, {"visited": np.zeros(0, np.int64)})
+    return ({"final": {name: float(result.curves[name][-1]) for name in METRICS},
+             "step_seconds": result.step_seconds, "eval_seconds": result.eval_seconds,
+             "num_steps": result.num_steps, "visited": int(result.visited[-1])},
+            {"visited": result.visited, **{f"curve/{name}": v for name, v in result.curves.items()}})
+
+
+def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, uri: str, experiment: str,
+            params: dict[str, Any] | None = None, data_settings: Settings | None = None) -> dict:
+    """Run method ``label`` with ``seed`` on ``posterior``, score it against the reference draws, write ``out``.
+
+    ``cfg`` is the config's ``posteriordb`` section; ``params`` replaces the method's entry;
+    ``data_settings`` locates the data (default: the environment's,
+    :func:`datasets.settings.resolve_settings`). A failed run still writes ``out`` (``meta["status"]``
+    ``"failed"`` and ``meta["error"]``; module docstring).
+    """
+    t0 = time.perf_counter()
+    if params is None and label not in cfg["methods"]:
+        raise ValueError(f"posteriordb: method {label!r} is not in the config's posteriordb.methods "
+                         f"({', '.join(cfg['methods'])})")
+    problem = load_problem(posterior, data_settings)
+    reference = SampleReference(reference_draws(problem, data_settings).reshape(-1, len(problem.columns)))
+    num_data = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
+    spec, settings = budget(cfg, label, cfg["methods"][label] if params is None else params, num_data)
+    method = methods.build(label, spec, problem.model, problem.data, settings["num_steps"])
+    run_params = {"method": label, "posterior": posterior, "seed": seed, "num_data": num_data, "iid": problem.iid,
+                  "dim": problem.model.dim, "eval_samples": cfg["eval_samples"], **settings,
+                  **{f"method.{k}": v for k, v in spec.items()}}
+    evaluate = Scorer(problem, reference, cfg["eval_samples"])
+    tags = {"experiment": EXPERIMENT, "posterior": posterior}
+    with tracked_run(uri, experiment, f"{label}-{posterior}-seed{seed}", run_params, tags) as logger:
+        try:
+            # half a step short of num_steps: the runner's ⌈passes·N/B⌉ is then num_steps exactly
+            result = run(method, problem.data, jax.random.key(seed), batch_size=settings["batch_size"],
+                         num_passes=(settings["num_steps"] - 0.5) * settings["batch_size"] / num_data,
+                         eval_every=settings["eval_every"], evaluate=evaluate, logger=logger)
+            error = evaluate.failure
+        except Exception as err:  # noqa: BLE001 (a method's failure is a result: the table shows it)
+            result, error = None, f"{type(err).__name__}: {err}"
+        outcome, arrays = _outcome(result)
+        meta = {"method": label, "posterior": posterior, "seed": seed, "params": run_params,
+                "status": "ok" if error is None else "failed", "error": error, **outcome,
+                "total_seconds": time.perf_counter() - t0}
+        save_npz(out, arrays, meta)
+        mlflow.log_artifact(str(out), artifact_path="result")
+        mlflow.log_metrics({k: meta[k] for k in ("step_seconds", "visited", "total_seconds") if math.isfinite(meta[k])})
+        mlflow.set_tags({"status": meta["status"], **({"error": error[:4000]} if error else {})})
+        if error is not None:
+            mlflow.end_run(status="FAILED")
+    return meta
+
+
+def make_floor(posterior: str, out: str | Path, data_settings: Settings | None = None, seed: int = 0) -> dict:
+    """Score the last reference chain against the other chains pooled, write the JSON to ``out``.
+
+    Returns ``{"posterior", "floor": {metric: value}, "chains", "draws", "columns", "num_data",
+    "iid", "dim"}``: the floor is what held-out draws of the reference posterior score.
+    """
+    problem = load_problem(posterior, data_settings)
+    draws = reference_draws(problem, data_settings)
+    floor = SampleReference(draws[:-1].reshape(-1, draws.shape[-1])).score(
+        draws[-1], np.zeros(draws.shape[1], np.float32), jax.random.key(seed))
+    summary = {"posterior": posterior, "floor": floor, "chains": int(draws.shape[0]), "draws": int(draws.shape[1]),
+               "columns": list(problem.columns), "iid": problem.iid, "dim": problem.model.dim,
+               "num_data": int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])}
+    save_json(out, summary)
+    return summary

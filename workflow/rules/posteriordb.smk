@@ -1,0 +1,80 @@
+# Methods against posteriordb's reference posteriors (workflow/experiments/posteriordb.py): each
+# posterior's floor (its last reference chain scored against the others) -> one job per method,
+# posterior and seed -> the table and heat map. The data come only from an offline mirror: without
+# one holding posteriordb/ (config datasets.offline_mirror or PMD_BENCH_DATA_MIRROR), or without a
+# posteriordb section in the config, the experiment is skipped with a note.
+import re
+import sys
+
+from datasets.settings import resolve_settings
+
+_PDB_MIRROR = resolve_settings(config["datasets"]).mirror
+_PDB_SKIP = (
+    "the config has no posteriordb section"
+    if "posteriordb" not in config
+    else "no offline mirror holding posteriordb/ is set (datasets.offline_mirror or PMD_BENCH_DATA_MIRROR)"
+    if _PDB_MIRROR is None or not (_PDB_MIRROR / "posteriordb").is_dir()
+    else None
+)
+
+if _PDB_SKIP:
+    print(f"note: the posteriordb experiment is skipped: {_PDB_SKIP}", file=sys.stderr)
+else:
+    PDB_DIR = f"{RESULTS}/posteriordb"
+    PDB_POSTERIORS = list(config["posteriordb"]["posteriors"])
+    PDB_METHODS = list(config["posteriordb"]["methods"])
+    PDB_SEEDS = list(range(config["posteriordb"]["seeds"]))
+    TABLE_POSTERIORDB = f"{RESULTS}/figures/table_posteriordb.md"
+    FIGURE_POSTERIORDB = f"{RESULTS}/figures/posteriordb.png"
+
+    ALL_TARGETS.extend([TABLE_POSTERIORDB, FIGURE_POSTERIORDB])
+
+    rule posteriordb_floor:
+        input:
+            config=RESOLVED_CONFIG,
+        output:
+            f"{PDB_DIR}/floors/{{posterior}}.json",
+        wildcard_constraints:
+            posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+        log:
+            f"{RESULTS}/logs/posteriordb/floor-{{posterior}}.log",
+        threads: 1
+        shell:
+            PMD_BENCH + " --config {input.config} floor posteriordb --posterior {wildcards.posterior}"
+            + " --out {output} > {log} 2>&1"
+
+    rule posteriordb_run:
+        input:
+            config=RESOLVED_CONFIG,
+            store=f"{RESULTS}/.tracking-store",
+        output:
+            f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
+        wildcard_constraints:
+            posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+            method="|".join(map(re.escape, PDB_METHODS)),
+            seed=r"\d+",
+        log:
+            f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}-seed{{seed}}.log",
+        threads: 1
+        shell:
+            PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
+            + " --posterior {wildcards.posterior} --seed {wildcards.seed} --out {output} > {log} 2>&1"
+
+    rule posteriordb_report:
+        input:
+            floors=expand(f"{PDB_DIR}/floors/{{posterior}}.json", posterior=PDB_POSTERIORS),
+            runs=expand(
+                f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
+                posterior=PDB_POSTERIORS,
+                method=PDB_METHODS,
+                seed=PDB_SEEDS,
+            ),
+        output:
+            table=TABLE_POSTERIORDB,
+            summary=f"{RESULTS}/figures/table_posteriordb.json",
+            figure=FIGURE_POSTERIORDB,
+        log:
+            f"{RESULTS}/logs/posteriordb_report.log",
+        shell:
+            PMD_BENCH + " report posteriordb --data {input.floors} --runs {input.runs} --out {output.table}"
+            + " --figure {output.figure} > {log} 2>&1"
