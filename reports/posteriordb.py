@@ -5,10 +5,11 @@ the last reference chain scored against the others) and the methods. The accurac
 are ``max_k |mean error_k| / max_k |log σ_{q,k}/σ_k|`` (:class:`pmd.sample_metrics.SampleReference`:
 the worst coordinate's posterior-mean error in reference standard deviations and log standard
 deviation ratio), averaged over the seeds that succeeded; a failed run is marked and its reason
-listed under the table (a failed run's wall time and data visited still count). Its last row counts the posteriors each method solves: both numbers at
+listed under the table. Its last row counts the posteriors each method solves: both numbers at
 most :data:`SOLVED` (a quarter of a reference sd for the mean, about 28% for the sd; the floors
 of 1000 NUTS draws lie near 0.06). A wall-time table (stepping seconds, compilation included) and a
-data-visited table (points the method read, in passes over the data) follow. The heat map colours
+data-visited table (points the method read, in passes over the data) follow; they count failed
+runs too. The heat map colours
 ``max |mean error|`` on a log scale, each cell annotated, failed cells hatched. The JSON summary
 beside the table holds every final metric (``null`` for NaN).
 """
@@ -54,8 +55,10 @@ def collect(floor_files: list[str | Path], run_files: list[str | Path]) -> dict:
         if meta["posterior"] not in posteriors:
             raise ValueError(f"{path}: posterior {meta['posterior']!r} has no floor file among --data")
         runs.setdefault((meta["posterior"], meta["method"]), []).append(meta)
-        p = meta["params"]
-        budgets[meta["method"]] = {k: p[k] for k in ("num_passes", "steps_per_pass", "num_steps")}
+        budget = {k: meta["params"][k] for k in ("num_passes", "steps_per_pass", "num_steps")}
+        if budgets.setdefault(meta["method"], budget) != budget:
+            raise ValueError(f"{path}: method {meta['method']!r} ran with the budget {budget} here and "
+                             f"{budgets[meta['method']]} elsewhere: a table compares runs of one budget")
     for (posterior, method), metas in runs.items():
         ok = [m for m in metas if m["status"] == "ok"]
         cell = {name: _mean(m["final"][name] for m in ok) for name in metas[0]["final"]}

@@ -11,11 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
+import numpy as np
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
 from datasets.settings import MIRROR_ENV
+from pmd.sample_metrics import SampleReference
 from workflow import cli
 from workflow import config as config_mod
 from workflow.experiments import posteriordb
@@ -24,6 +27,18 @@ from workflow.results import load_npz
 REPO = Path(__file__).resolve().parents[1]
 CI_CONFIG = REPO / "workflow" / "config" / "ci.yaml"
 POSTERIOR = "kidiq-kidscore_momiq"  # N = 434, d = 3
+
+
+def test_worst_coordinate_scores():
+    draws = np.random.default_rng(0).normal(size=(4000, 3)).astype(np.float32)
+    reference = SampleReference(draws)
+    # coordinate 3 is 2 sd off, coordinate 2 half as wide: the RMS and mean hide what the max shows
+    moved = (draws - reference.mean) * np.array([1.0, 0.5, 1.0]) + reference.mean + [0.0, 0.0, 2.0] * reference.std
+    scores = reference.score(moved, np.zeros(len(moved)), jax.random.key(0))
+    assert scores["mean_error_max"] == pytest.approx(2.0, abs=1e-3)
+    assert scores["mean_error"] == pytest.approx(2 / 3**0.5, abs=1e-3)
+    assert scores["log_std_ratio_max"] == pytest.approx(math.log(2.0), abs=1e-4)
+    assert scores["log_std_ratio"] == pytest.approx(math.log(0.5) / 3, abs=1e-4)
 
 
 def _mirror() -> str:
@@ -62,6 +77,7 @@ def _run_file(root: Path, method: str) -> Path:
     return root / "results" / "posteriordb" / "runs" / POSTERIOR / method / "seed0.npz"
 
 
+@pytest.mark.needs_data
 def test_runs_floor_and_report(workspace):
     root, _, uri, run_cli = workspace
     floor = root / "results" / "posteriordb" / "floors" / f"{POSTERIOR}.json"
@@ -107,6 +123,7 @@ def test_runs_floor_and_report(workspace):
     assert figure.stat().st_size > 10_000
 
 
+@pytest.mark.needs_data
 def test_an_exception_inside_the_method_is_recorded(workspace, monkeypatch):
     root, cfg, uri, _ = workspace
 
@@ -131,6 +148,7 @@ def _dry_run(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
                            str(config)], cwd=REPO, env=env, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.needs_data
 def test_snakemake_lists_the_jobs_with_a_mirror(tmp_path):
     done = _dry_run(tmp_path, {**os.environ, MIRROR_ENV: _mirror()})
     assert done.returncode == 0, done.stderr[-3000:]
