@@ -1,0 +1,55 @@
+"""The redraw kernel of PMD's robust variant (pmd/local_kernel.py): moments kept, modes kept apart."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pmd.bandwidth import weighted_cov
+from pmd.local_kernel import LocalShrinkage
+
+RNG = np.random.default_rng(0)
+
+
+def mixture_moments(kernel, log_w):
+    """Mean and covariance of the kernel mixture Σ_i w_i N(c_i, H_cluster(i)), in closed form."""
+    w = np.exp(np.asarray(log_w) - np.logaddexp.reduce(np.asarray(log_w)))
+    centres, chols = np.asarray(kernel.centres, np.float64), np.asarray(kernel.chols, np.float64)
+    h = np.einsum("kij,klj->kil", chols, chols)[np.asarray(kernel.cluster)]
+    mean = w @ centres
+    centred = centres - mean
+    return mean, (centred * w[:, None]).T @ centred + np.einsum("i,ijk->jk", w, h)
+
+
+def test_one_mode_is_one_cluster_with_the_clouds_moments():
+    """A correlated Gaussian cloud: k-means cuts it, the merge (Ashman's D < 4) joins it again, and
+    the Liu-West mixture has exactly the weighted mean and covariance of the particles (float32)."""
+    x = RNG.multivariate_normal([3.0, -1.0, 0.5], [[1.0, 0.6, 0.0], [0.6, 1.0, 0.2], [0.0, 0.2, 0.5]], 1500)
+    positions = jnp.asarray(x, jnp.float32)
+    log_w = jnp.asarray(RNG.normal(0, 0.5, 1500), jnp.float32)
+    kernel = LocalShrinkage(clusters=4)(jax.random.key(0), positions, log_w)
+    assert len(np.unique(np.asarray(kernel.cluster))) == 1
+    mean, cov = mixture_moments(kernel, log_w)
+    w = np.exp(np.asarray(log_w) - np.logaddexp.reduce(np.asarray(log_w)))
+    np.testing.assert_allclose(mean, w @ x, atol=1e-4)
+    np.testing.assert_allclose(cov, np.asarray(weighted_cov(positions, log_w)), rtol=1e-3, atol=1e-4)
+
+
+def test_two_modes_keep_their_own_kernels():
+    """Two blobs 8 sd apart: two clusters along the blobs; each kernel is as narrow as its blob
+    (not as wide as the gap), and each cluster keeps its blob's mean and covariance up to the
+    pooling ``ν/(n_c + ν)`` with ``ν = d + 2 = 4`` and ``n_c ≈ 600`` (under 1%; allowed 2%)."""
+    a = RNG.normal([-4.0, 0.0], [0.5, 0.3], (600, 2))
+    b = RNG.normal([4.0, 1.0], [0.3, 0.5], (600, 2))
+    x = np.concatenate([a, b])
+    positions, log_w = jnp.asarray(x, jnp.float32), jnp.zeros(1200, jnp.float32)
+    kernel = LocalShrinkage(clusters=4)(jax.random.key(1), positions, log_w)
+    labels = np.asarray(kernel.cluster)
+    assert len(np.unique(labels[:600])) == 1 and len(np.unique(labels[600:])) == 1
+    assert labels[0] != labels[-1]
+    for blob, rows in ((a, slice(0, 600)), (b, slice(600, 1200))):
+        sub = type(kernel)(kernel.centres[rows], kernel.cluster[rows], kernel.chols)
+        mean, cov = mixture_moments(sub, log_w[rows])
+        np.testing.assert_allclose(mean, blob.mean(axis=0), atol=1e-3)
+        np.testing.assert_allclose(np.diag(cov), blob.var(axis=0), rtol=0.02)
+        h = np.asarray(kernel.chols[labels[rows][0]])
+        assert np.max(np.diag(h @ h.T)) < 0.25, "the kernel spans the gap between the modes"
