@@ -1,0 +1,133 @@
+"""The sparse-GP model and its float64 truth (pmd/models/sparse_gp.py): kernel, median trick, the
+exact GP, Titsias' optimal q(u), the DTC evidence, and the mixture posterior's moments."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from pmd import ConfigError
+from pmd.models.sparse_gp import (SparseGP, SparseGPPosterior, dtc_log_evidence, exact_gp_predict, median_bandwidth,
+                                  rbf, svgp_elbo, titsias_elbo, titsias_posterior, titsias_predict, whitening)
+
+from sparse_gp_helpers import TEST_X, problem, x64  # noqa: F401  (x64: autouse fixture)
+
+
+def test_median_trick_is_the_median_pairwise_distance():
+    x = np.random.default_rng(1).normal(size=(60, 3))
+    brute = np.median([np.linalg.norm(x[i] - x[j]) for i in range(60) for j in range(i + 1, 60)])
+    assert median_bandwidth(x, 0.1) == pytest.approx(0.1 * brute, rel=1e-12)
+    # above max_points: the median of a random subset, within 5% here (1225 of 1770 pairs' rows)
+    assert median_bandwidth(x, 1.0, max_points=50) == pytest.approx(brute, rel=0.05)
+    with pytest.raises(ConfigError, match="bandwidth_scale"):
+        median_bandwidth(x, 0.0)
+
+
+def test_kernel_agrees_between_jax_and_numpy():
+    x1, x2 = np.random.default_rng(2).normal(size=(5, 4)), np.random.default_rng(3).normal(size=(7, 4))
+    direct = 2.0 * np.exp(-0.5 * np.sum((x1[:, None] - x2[None]) ** 2, -1) / 1.5**2)
+    np.testing.assert_allclose(rbf(x1, x2, 1.5, 2.0, np), direct, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(rbf(jnp.asarray(x1), jnp.asarray(x2), 1.5, 2.0)), direct, rtol=1e-12)
+
+
+@pytest.mark.parametrize("field,value", [("noise_variance", 0.0), ("lengthscale", -1.0), ("num_inducing", 0),
+                                         ("jitter", -1e-6)])
+def test_bad_hyperparameters_name_the_field(field, value):
+    args = dict(lengthscale=0.1, noise_variance=0.01, num_inducing=8, lower=(0.0,), upper=(1.0,))
+    with pytest.raises(ConfigError, match=field):
+        SparseGP(**{**args, field: value})
+    with pytest.raises(ConfigError, match="lower < upper"):
+        SparseGP(**{**args, "lower": (1.0,)})
+
+
+def test_titsias_with_every_input_inducing_is_the_exact_gp():
+    """With Z = X the DTC model is the full GP: Titsias' predictive and evidence are the exact ones
+    (up to the jitter 1e-8 against the noise 1e-2: tolerance 1e-5)."""
+    model, data = problem(n=40, num_inducing=40)
+    mean, var = titsias_predict(model, data["x"], data["x"], data["y"], TEST_X)
+    exact_mean, exact_var = exact_gp_predict(model, data["x"], data["y"], TEST_X)
+    np.testing.assert_allclose(mean, exact_mean, atol=1e-5)
+    np.testing.assert_allclose(var, exact_var, atol=1e-5)
+    k = model.kernel(data["x"], data["x"], np) + model.noise_variance * np.eye(40)
+    exact_evidence = multivariate_normal(np.zeros(40), k).logpdf(data["y"])
+    assert dtc_log_evidence(model, data["x"], data["x"], data["y"]) == pytest.approx(exact_evidence, abs=1e-4)
+    assert titsias_elbo(model, data["x"], data["x"], data["y"]) == pytest.approx(exact_evidence, abs=1e-4)
+
+
+def test_dtc_evidence_and_titsias_bound_for_fewer_inducing_inputs():
+    """The Woodbury evidence equals the dense Gaussian log density; Titsias' bound lies below it
+    and below the exact GP's evidence."""
+    model, data = problem(n=60, num_inducing=6)
+    z = np.linspace(-0.5, 0.5, 6)[:, None]
+    kzx = model.kernel(z, data["x"], np)
+    q = kzx.T @ np.linalg.solve(model.kmm(z, np), kzx)
+    dense = multivariate_normal(np.zeros(60), q + model.noise_variance * np.eye(60)).logpdf(data["y"])
+    assert dtc_log_evidence(model, z, data["x"], data["y"]) == pytest.approx(dense, abs=1e-7)
+    exact = multivariate_normal(np.zeros(60), model.kernel(data["x"], data["x"], np)
+                                + model.noise_variance * np.eye(60)).logpdf(data["y"])
+    assert titsias_elbo(model, z, data["x"], data["y"]) < min(dense, exact)
+
+
+def test_hensman_bound_peaks_at_titsias_q():
+    """Hensman's bound at Titsias' optimal q(u) equals the collapsed bound (Titsias 2009), and any
+    other q scores lower: an identity, so the tolerance is float64 round-off."""
+    model, data = problem(n=80, num_inducing=8)
+    z = np.linspace(-0.45, 0.45, 8)[:, None]
+    mean_u, cov_u = titsias_posterior(model, z, data["x"], data["y"])
+    chol_k = np.asarray(whitening(model, jnp.asarray(z)))
+    loc = np.linalg.solve(chol_k, mean_u)
+    scale = np.linalg.cholesky(np.linalg.solve(chol_k, np.linalg.solve(chol_k, cov_u).T))
+    batch = {k: jnp.asarray(v) for k, v in data.items()}
+    bound = svgp_elbo(model, jnp.asarray(z), jnp.asarray(chol_k), jnp.asarray(loc), jnp.asarray(scale), batch, 80)
+    assert float(bound) == pytest.approx(titsias_elbo(model, z, data["x"], data["y"]), abs=1e-6)
+    worse = svgp_elbo(model, jnp.asarray(z), jnp.asarray(chol_k), jnp.asarray(loc) + 0.1, jnp.asarray(scale), batch, 80)
+    assert float(worse) < float(bound)
+
+
+def _two_component_posterior(model):
+    key = jax.random.key(0)
+    z = model.sample_inducing(key, 2)
+    chol_k = jax.vmap(lambda zz: whitening(model, zz))(z)
+    loc = jax.random.normal(jax.random.key(1), (2, model.num_inducing))
+    scale = 0.3 * jnp.tril(jax.random.normal(jax.random.key(2), (2, model.num_inducing, model.num_inducing)))
+    return SparseGPPosterior(z, chol_k, jnp.log(jnp.asarray([0.3, 0.7])), loc, scale,
+                             jnp.asarray(model.lengthscale), jnp.asarray(model.variance))
+
+
+def test_mixture_predictive_moments():
+    """The mixture's predictive equals the weighted combination of each component's closed form
+    (computed here in NumPy from u's moments: mean k*ᵀK⁻¹m, variance k** - Q** + k*ᵀK⁻¹SK⁻¹k*)."""
+    model, _ = problem(num_inducing=5)
+    post = _two_component_posterior(model)
+    means, variances = [], []
+    for j in range(2):
+        z, l = np.asarray(post.inducing[j]), np.asarray(post.chol_k[j])
+        m_u, r = l @ np.asarray(post.loc[j]), l @ np.asarray(post.scale[j])
+        proj = np.linalg.solve(model.kmm(z, np), model.kernel(z, TEST_X, np))
+        means.append(proj.T @ m_u)
+        variances.append(model.variance - np.sum(model.kernel(z, TEST_X, np) * proj, 0) + np.sum((r.T @ proj) ** 2, 0))
+    w = np.array([0.3, 0.7])
+    mean = w @ np.array(means)
+    var = w @ (np.array(variances) + np.array(means) ** 2) - mean**2
+    got_mean, got_var = post.predict(jnp.asarray(TEST_X))
+    np.testing.assert_allclose(np.asarray(got_mean), mean, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(got_var), var, atol=1e-9)
+
+
+def test_mixture_mean_and_covariance_match_draws():
+    """θ = (vec Z, u): the closed-form mean and covariance against 20,000 draws. Tolerance: 5
+    Monte Carlo standard errors of each entry (sd / sqrt(n) for the mean; for the covariance the
+    standard error of a product moment, estimated from the draws)."""
+    model, _ = problem(num_inducing=3)
+    post = _two_component_posterior(model)
+    draws = np.asarray(post.sample(jax.random.key(5), 20_000))
+    assert draws.shape == (20_000, 3 * 2)
+    se = draws.std(0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(0) - np.asarray(post.mean())) < 5 * se + 1e-12)
+    centred = draws - draws.mean(0)
+    products = centred[:, :, None] * centred[:, None, :]
+    cov_se = products.std(0) / np.sqrt(len(draws))
+    assert np.all(np.abs(products.mean(0) - np.asarray(post.cov())) < 5 * cov_se + 1e-9)
