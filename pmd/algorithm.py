@@ -39,6 +39,10 @@ Two variants share that update (``variant``):
   mean so that its KDE has the cluster's mean and covariance): no inflation by ``H`` at each
   redraw, and no kernel as wide as the distance between two modes.
 * The posterior is the weighted particles (eq. 4).
+* Optional, off by default: ``rejuvenate={"kind": "mala", "steps": k}`` with ``data=`` the data
+  set moves the particles by ``k`` MALA steps at the end of every pass, where the iterate is the
+  posterior itself (:mod:`pmd.rejuvenation`; each move reads all ``N`` points, reported in
+  ``info["visited"]``).
 
 ``"paper"`` — Algorithm 1 as published, kept for the reproduction of the paper's figures:
 
@@ -74,6 +78,7 @@ from .kde import Kernel, kernel_log_density, kernel_sample
 from .local_kernel import LocalShrinkage
 from .model import Model
 from .posterior import KDEPosterior, ParticlePosterior
+from .rejuvenation import MALAMoves, full_log_likelihood
 from .schedules import particle_count, step_size
 from .weights import cap_step_size, effective_sample_size, normalize
 
@@ -127,6 +132,9 @@ class PMD:
         redraw_below: ``"hybrid"``: redraw from the KDE when the ESS falls below this fraction of
             the particles (default 0.5; 0 never redraws after the paper variant's KDE steps).
         max_substeps: robust variant: the most sub-steps (each possibly with a redraw) one step takes.
+        rejuvenate: robust variant: None (default) or ``{"kind": "mala", "steps": k}``: MALA moves
+            on the full-data posterior at the end of every pass (:mod:`pmd.rejuvenation`).
+        data: the data set, needed by ``rejuvenate`` only (the runner's batches are rows of it).
     """
 
     def __init__(
@@ -144,6 +152,8 @@ class PMD:
         kde_steps: int = 1,
         redraw_below: float = 0.5,
         max_substeps: int = 64,
+        rejuvenate: Any = None,
+        data: Any = None,
     ):
         if not isinstance(model, Model):
             raise ConfigError(f"model must be a pmd.Model, got {type(model).__name__}")
@@ -177,6 +187,21 @@ class PMD:
         if variant == "paper" and isinstance(self.bandwidth, LocalShrinkage) and strategy != "particles":
             raise ConfigError("the local kernel keeps no density for the paper variant's KDE posterior: "
                               "use variant='robust' or a rule of pmd.bandwidth")
+        self.moves = None
+        if rejuvenate is not None:
+            if variant != "robust":
+                raise ConfigError("rejuvenate is an option of variant='robust'")
+            if data is None:
+                raise ConfigError("rejuvenate needs data=: the moves evaluate the full-data posterior")
+            try:
+                self.moves = MALAMoves.from_spec(rejuvenate)
+            except (TypeError, ValueError) as err:
+                raise ConfigError(str(err)) from err
+            rows = {jnp.shape(x)[0] for x in jax.tree_util.tree_leaves(data)}
+            if rows != {self.data_size}:
+                raise ConfigError(f"rejuvenate: data has {sorted(rows)} rows, data_size is {self.data_size}")
+            loglik = full_log_likelihood(model, jax.tree_util.tree_map(jnp.asarray, data), self.moves.chunk)
+            self._log_posterior = lambda th: model.log_prior_many(th) + loglik(th)
         self._step = jax.jit(self._robust_step if variant == "robust" else self._paper_step)
 
     # -- the interface -------------------------------------------------------------------------
@@ -284,6 +309,20 @@ class PMD:
         carry = (state.positions, state.log_weights, state.base, state.kernel,
                  self._mean_loglik(state.positions, batch), start_remaining, jnp.asarray(0), jnp.asarray(0))
         positions, log_w, base, kernel, _, _, substeps, redraws = jax.lax.while_loop(unfinished, body, carry)
+        moved, acceptance = jnp.asarray(False), jnp.asarray(jnp.nan, dtype)
+        if self.moves is not None:  # at the end of a pass the iterate is the posterior (pmd.rejuvenation)
+            before = jnp.where(streaming, state.seen, state.clock * size) / n
+            moved = jnp.floor(clock * size / n + 1e-6) > jnp.floor(before + 1e-6)
+
+            def rejuvenate():
+                k_move, k_kernel = jax.random.split(jax.random.fold_in(key, self.max_substeps))
+                pos, logp, rate = self.moves(k_move, positions, log_w, self._log_posterior)
+                uniform = jnp.zeros((m,), dtype) - jnp.log(jnp.asarray(m, dtype))
+                base_new = self.model.log_prior_many(pos) - logp
+                return pos, uniform, base_new, self._kernel(k_kernel, pos, uniform, gamma), rate
+
+            positions, log_w, base, kernel, acceptance = jax.lax.cond(
+                moved, rejuvenate, lambda: (positions, log_w, base, kernel, acceptance))
         new = PMDState(
             positions=positions,
             log_weights=log_w,
@@ -307,6 +346,9 @@ class PMD:
             "substeps": substeps,
             "uncapped": substeps >= self.max_substeps,
         }
+        if self.moves is not None:
+            info.update(moved=moved, acceptance=acceptance,
+                        visited=jnp.asarray(size, jnp.int32) + moved * (self.moves.steps + 1) * self.data_size)
         return new, info
 
     # -- the paper variant ---------------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""MALA moves that keep PMD's iterate invariant at the end of every pass (an option of the robust
+variant: ``PMD(..., rejuvenate={"kind": "mala", "steps": k}, data=data)``).
+
+Why at pass ends: with ``γ_t = B / points visited`` (the robust variant's clock), the iterate after
+the streaming start is Theorem 5's ``q_t ∝ p · exp(N / visited · Σ_{visited} log p(x|θ))``. The
+runner visits the data as chained random permutations, so when a pass ends every datum has been
+visited equally often and the iterate is the posterior ``π(θ) ∝ p(θ) Π_n p(x_n|θ)`` itself (to
+within the one batch that straddles the boundary). There, and only there, a Markov kernel that
+leaves ``π`` invariant leaves the iterate invariant, and can undo what reweighting and redraws
+cannot: a particle cloud that has lost spread (measured: 1,000 particles on 51-d logistic
+regression end 2.4× too narrow without moves) is moved back towards the posterior's own shape.
+This is the resample-move step of Gilks & Berzuini (2001) placed where PMD's iterate is known.
+
+The kernel: the weighted particles are resampled (stratified), then ``steps`` Metropolis-adjusted
+Langevin moves (Roberts & Tweedie 1996) preconditioned by the cloud's weighted covariance
+``A = L Lᵀ``: ``θ' = θ + ε²/2 · A ∇log π(θ) + ε L z``, accepted with the Metropolis-Hastings ratio.
+``ε`` starts at ``1.65 d^{-1/6}`` (Roberts & Rosenthal 1998: optimal for a Gaussian target whose
+covariance is the preconditioner, acceptance 0.574) and after every move is scaled by
+``exp(acceptance - 0.574)`` (the particles' mean acceptance). Each move reads all ``N`` data points
+(``log π`` and its gradient at the proposals), which the runner counts as data visited.
+
+After the moves the particles are equally weighted draws of ``π``; their base ratio
+``log p - log π`` is ``-Σ_n log p(x_n|θ)`` up to a constant, which cancels in normalised weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+
+from .bandwidth import stable_cholesky, weighted_cov
+from .model import Model
+from .weights import stratified_draw
+
+Array = jax.Array
+OPTIMAL_ACCEPTANCE = 0.574  # MALA, Roberts & Rosenthal (1998)
+
+
+@dataclass(frozen=True)
+class MALAMoves:
+    """``steps`` preconditioned MALA moves on the full-data posterior (module docstring)."""
+
+    steps: int = 10
+    chunk: int = 4096  # data rows per block of the full-data log-likelihood (memory: m × chunk)
+    jitter: float = 1e-6
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> "MALAMoves":
+        """``{"kind": "mala", "steps": k, "chunk": c}``; raises ``ValueError`` naming a bad field."""
+        if not isinstance(spec, Mapping) or spec.get("kind") != "mala":
+            raise ValueError(f"rejuvenate must be {{'kind': 'mala', 'steps': k}}, got {spec!r}")
+        args = {k: v for k, v in spec.items() if k != "kind"}
+        unknown = sorted(set(args) - {"steps", "chunk", "jitter"})
+        if unknown:
+            raise ValueError(f"rejuvenate: unknown fields {unknown}; known: steps, chunk, jitter")
+        moves = cls(**args)
+        for name in ("steps", "chunk"):
+            value = getattr(moves, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"rejuvenate: {name} must be a positive integer, got {value!r}")
+        return moves
+
+    def __call__(self, key: Array, positions: Array, log_weights: Array,
+                 log_target: Callable[[Array], Array]) -> tuple[Array, Array, Array]:
+        """Resample, then move: ``(positions, log π at them, mean acceptance over the moves)``."""
+        m, d = positions.shape
+        k_resample, k_moves = jax.random.split(key)
+        chol = stable_cholesky(weighted_cov(positions, log_weights), self.jitter)
+        x = positions[stratified_draw(k_resample, log_weights, m)]
+        value_and_grad = jax.value_and_grad(lambda th: jnp.sum(log_target(th)))
+
+        def evaluate(th):
+            _, grad = value_and_grad(th)
+            return log_target(th), grad
+
+        def log_proposal(to, frm, grad_frm, eps):  # log q(to | frm) up to a constant
+            drift = frm + 0.5 * eps**2 * (grad_frm @ chol) @ chol.T
+            z = jax.scipy.linalg.solve_triangular(chol, (to - drift).T, lower=True).T
+            return -0.5 * jnp.sum(z**2, axis=1) / eps**2
+
+        def move(carry, k):
+            x, logp, grad, eps = carry
+            k_z, k_u = jax.random.split(k)
+            z = jax.random.normal(k_z, x.shape, x.dtype)
+            prop = x + 0.5 * eps**2 * (grad @ chol) @ chol.T + eps * z @ chol.T
+            logp_prop, grad_prop = evaluate(prop)
+            log_ratio = (logp_prop + log_proposal(x, prop, grad_prop, eps)
+                         - logp - log_proposal(prop, x, grad, eps))
+            log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
+            accept = jnp.log(jax.random.uniform(k_u, (m,), x.dtype)) < log_ratio
+            x = jnp.where(accept[:, None], prop, x)
+            logp = jnp.where(accept, logp_prop, logp)
+            grad = jnp.where(accept[:, None], grad_prop, grad)
+            rate = jnp.mean(accept.astype(x.dtype))
+            return (x, logp, grad, eps * jnp.exp(rate - OPTIMAL_ACCEPTANCE)), rate
+
+        logp, grad = evaluate(x)
+        eps = jnp.asarray(1.65 * d ** (-1.0 / 6.0), x.dtype)
+        (x, logp, _, _), rates = jax.lax.scan(move, (x, logp, grad, eps), jax.random.split(k_moves, self.steps))
+        return x, logp, jnp.mean(rates)
+
+
+def full_log_likelihood(model: Model, data: Any, chunk: int) -> Callable[[Array], Array]:
+    """``θ ↦ Σ_n log p(x_n|θ)`` for every particle ``(m,)``, in blocks of ``chunk`` rows (the last
+    block padded and masked), so memory is ``m × chunk`` whatever ``N``."""
+    leaves = jax.tree_util.tree_leaves(data)
+    n = leaves[0].shape[0]
+    blocks = -(-n // chunk)
+    pad = blocks * chunk - n
+    padded = jax.tree_util.tree_map(
+        lambda a: jnp.concatenate([a, jnp.repeat(a[:1], pad, axis=0)]).reshape((blocks, chunk) + a.shape[1:]),
+        data)
+    mask = (jnp.arange(blocks * chunk) < n).reshape(blocks, chunk)
+
+    def total(thetas):
+        def block(acc, inputs):
+            rows, keep = inputs
+            return acc + jnp.sum(jnp.where(keep, model.batch_log_likelihood(thetas, rows), 0.0), axis=1), None
+
+        return jax.lax.scan(block, jnp.zeros(thetas.shape[0], thetas.dtype), (padded, mask))[0]
+
+    return total

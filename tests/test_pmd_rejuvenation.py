@@ -1,0 +1,89 @@
+"""PMD's MALA rejuvenation (``rejuvenate={"kind": "mala", ...}``, :mod:`pmd.rejuvenation`).
+
+The moves must (1) leave the posterior invariant: exact posterior draws stay exact draws; (2) at
+pass ends, where the robust iterate is the posterior, remove the variance shortfall the redraws
+leave (measured without moves at d = 10, m = 2000: -0.176 ± 0.016 over 12 seeds; with 5 moves
+per pass over 4 seeds: -0.009); (3) count the data they read.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pmd import PMD, ConfigError, run
+from pmd.models.conjugate import ConjugateGaussian
+from pmd.rejuvenation import MALAMoves, full_log_likelihood
+
+
+def test_moves_keep_exact_posterior_draws_exact():
+    """10 moves of 4000 exact draws of a 10-d conjugate posterior: mean within 4 standard errors
+    (sd/√m per coordinate, max over 10 coordinates), variance within 4·sqrt(2/m) relative (the
+    resampling is stratified over equal weights, so the draws are the same draws), acceptance near
+    the 0.574 the step size adapts to (±0.15: the start 1.65 d^{-1/6} is optimal for this target)."""
+    prob = ConjugateGaussian(dim=10, noise_std=1.0)
+    _, x = prob.simulate(seed=0, n=200)
+    mean, cov = prob.posterior(x)
+    model = prob.model()
+    m = 4000
+    draws = mean + np.sqrt(cov[0, 0]) * np.random.default_rng(0).standard_normal((m, 10))
+    loglik = full_log_likelihood(model, jnp.asarray(x), chunk=64)  # 200 rows: 4 blocks, one padded
+    target = lambda th: model.log_prior_many(th) + loglik(th)
+    moved, logp, rate = MALAMoves(steps=10)(jax.random.key(1), jnp.asarray(draws, jnp.float32),
+                                             jnp.zeros(m), target)
+    moved = np.asarray(moved)
+    sd = np.sqrt(cov[0, 0])
+    assert np.max(np.abs(moved.mean(0) - mean)) < 4 * sd / np.sqrt(m)
+    assert np.max(np.abs(moved.var(0) / cov[0, 0] - 1)) < 4 * np.sqrt(2 / m)
+    assert abs(float(rate) - 0.574) < 0.15
+    np.testing.assert_allclose(np.asarray(logp), np.asarray(target(jnp.asarray(moved))), rtol=1e-5)
+
+
+def test_full_log_likelihood_matches_unblocked_sum():
+    prob = ConjugateGaussian(dim=3)
+    _, x = prob.simulate(seed=1, n=37)
+    model = prob.model()
+    thetas = jnp.asarray(np.random.default_rng(2).standard_normal((5, 3)), jnp.float32)
+    blocked = full_log_likelihood(model, jnp.asarray(x), chunk=8)(thetas)
+    np.testing.assert_allclose(blocked, model.batch_log_likelihood(thetas, jnp.asarray(x)).sum(1), rtol=1e-5)
+
+
+REPLICATES = 4
+
+
+def test_moves_remove_the_robust_variants_variance_shortfall():
+    """d = 10, two passes, m = 1000, 5 moves at each pass end: the variance is the posterior's within
+    4 replicate standard errors plus 0.05 (the moves' own mixing from a start 18% too narrow;
+    measured -0.009 at m = 2000), the mean unbiased (pooled t < 4), and the moves run exactly at the
+    two pass ends, each counting 6 full reads of the data."""
+    n, m, batch, steps = 500, 1000, 25, 5
+    prob = ConjugateGaussian(dim=10, noise_std=1.0)
+    _, x = prob.simulate(seed=10, n=n)
+    mean, cov = prob.posterior(x)
+    errors, variance = [], []
+    for seed in range(REPLICATES):
+        algo = PMD(prob.model(), data_size=n, num_particles=m, rejuvenate={"kind": "mala", "steps": steps}, data=x)
+        result = run(algo, x, jax.random.key(seed), batch_size=batch, num_passes=2)
+        np.testing.assert_array_equal(np.flatnonzero(result.info["moved"]), [n // batch - 1, 2 * n // batch - 1])
+        assert int(result.info["visited"].sum()) == 2 * n + 2 * (steps + 1) * n
+        post = result.posterior
+        errors.append((np.asarray(post.mean()) - mean) / np.sqrt(cov[0, 0]))
+        variance.append(np.mean(np.diag(np.asarray(post.cov())) / cov[0, 0] - 1))
+    errors = np.asarray(errors)
+    t = errors.mean(0) / np.sqrt(errors.var(0, ddof=1).mean() / REPLICATES)
+    assert np.max(np.abs(t)) < 4
+    se = np.std(variance, ddof=1) / np.sqrt(REPLICATES)
+    assert abs(np.mean(variance)) < 4 * se + 0.05, f"variance off by {np.mean(variance):+.3f}"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rejuvenate": {"kind": "mala"}}, "needs data="),
+    ({"rejuvenate": {"kind": "mala"}, "variant": "paper", "data": np.zeros((20, 2))}, "variant='robust'"),
+    ({"rejuvenate": {"kind": "hmc"}, "data": np.zeros((20, 2))}, "rejuvenate must be"),
+    ({"rejuvenate": {"kind": "mala", "step": 3}, "data": np.zeros((20, 2))}, "unknown fields \\['step'\\]"),
+    ({"rejuvenate": {"kind": "mala", "steps": 0}, "data": np.zeros((20, 2))}, "steps must be a positive integer"),
+    ({"rejuvenate": {"kind": "mala"}, "data": np.zeros((19, 2))}, "data has \\[19\\] rows"),
+])
+def test_rejuvenate_errors_name_the_field(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        PMD(ConjugateGaussian(dim=2).model(), data_size=20, num_particles=10, **kwargs)
