@@ -21,6 +21,7 @@ include: "workflow/rules/mixture.smk"
 include: "workflow/rules/logistic.smk"
 include: "workflow/rules/rate.smk"
 include: "workflow/rules/posteriordb.smk"
+include: "workflow/rules/sparse_gp.smk"
 
 
 rule all:

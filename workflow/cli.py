@@ -30,12 +30,12 @@ from datasets.errors import DatasetError
 from datasets.settings import resolve_settings
 
 from . import config as config_mod
-from .experiments import logistic, mixture, posteriordb, rate
+from .experiments import logistic, mixture, posteriordb, rate, sparse_gp
 from .reference import ConvergenceError
 from .results import save_json
 from .tracking import init_store, tracking_uri
 
-EXPERIMENTS = {"mixture": mixture, "logistic": logistic, "posteriordb": posteriordb}
+EXPERIMENTS = {"mixture": mixture, "logistic": logistic, "posteriordb": posteriordb, "sparse_gp": sparse_gp}
 
 
 def _experiment_name(cfg: dict, experiment: str) -> str:
@@ -62,10 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
     p.add_argument("--out", required=True)
     p.add_argument("--params", help="JSON object replacing the method's config entry")
-    p.add_argument("--reference", help="reference posterior draws to score against (logistic)")
+    p.add_argument("--reference", help="reference posterior draws to score against (logistic); the truth file (sparse_gp)")
+    p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
 
     p = sub.add_parser("reference", help="NUTS reference posterior of an experiment (own process: float64)")
-    p.add_argument("experiment", choices=["logistic"])
+    p.add_argument("experiment", choices=["logistic", "sparse_gp"])
+    p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
     p.add_argument("--data", required=True, help="the prepared classification file")
     p.add_argument("--out", required=True)
 
@@ -80,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="result JSON; a .png plot goes beside it")
 
     p = sub.add_parser("report", help="render a figure or table from result files")
-    p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb"])
+    p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "figure4", "sparse-gp"])
     p.add_argument("--data", required=True, nargs="+",
                    help="the experiment's data file (figure1), reference (logistic) or floor files (posteriordb)")
     p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
@@ -121,11 +123,19 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.data:
                     raise ValueError(f"run {args.experiment} needs --data (the experiment's data file)")
                 extra = {"reference": args.reference} if args.reference else {}
+                if args.problem:
+                    extra["problem"] = args.problem
                 meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out,
                                                             uri, _experiment_name(cfg, args.experiment), params,
                                                             **extra)
             print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s"
                   + (f"; FAILED: {meta['error']}" if meta.get("status") == "failed" else ""))
+        elif args.verb == "reference" and args.experiment == "sparse_gp":
+            if not args.problem:
+                raise ValueError("reference sparse_gp needs --problem (a key of sparse_gp.problems)")
+            meta = sparse_gp.make_truth(cfg["sparse_gp"], args.problem, args.data, args.out, uri,
+                                        _experiment_name(cfg, "sparse_gp"))
+            print(json.dumps(meta.get("exact", {}), indent=1))
         elif args.verb == "reference":
             meta = logistic.make_reference(cfg[args.experiment], args.data, args.out, uri,
                                            _experiment_name(cfg, args.experiment))
@@ -140,6 +150,16 @@ def main(argv: list[str] | None = None) -> int:
             save_json(args.out, result)
             rate_report.render(args.out, Path(args.out).with_suffix(".png"))
             print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
+        elif args.verb == "report" and args.what == "sparse-gp":
+            from reports import sparse_gp as sparse_gp_report
+
+            if not args.figure:
+                raise ValueError("report sparse-gp needs --figure (the Figure 2(2) panel's .png)")
+            sparse_gp_report.render(args.data, args.runs, args.out, args.figure)
+        elif args.verb == "report" and args.what == "figure4":
+            from reports import figure4
+
+            figure4.render(args.data, args.runs, args.out)
         elif args.verb == "report" and args.what == "posteriordb":
             from reports import posteriordb as posteriordb_report
 

@@ -9,13 +9,19 @@ import jax
 
 import baselines
 import pmd
+from baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
 from baselines.jj_svi import JaakkolaJordanSVI
 from baselines.logistic_gibbs import PolyaGammaGibbs
+from baselines.peers.gpjax_sgp import GPJaxSVGP
 from pmd import ConfigError, InferenceMethod, Model
+from pmd.structured.sparse_gp import StructuredPMDGP
 
 # the model-specific logistic-regression competitors (section 6) beside the generic baselines
 METHODS: dict[str, type] = {"pmd": pmd.PMD, **baselines.METHODS, "jj_svi": JaakkolaJordanSVI,
                             "pg_gibbs": PolyaGammaGibbs}
+# the sparse-GP methods (section 6, H.3): structured PMD (F.1), its competitors and GPJax's SVGP
+METHODS.update({"pmd_gp": StructuredPMDGP, "svi_gp": SVIGP, "smc_gp": OnePassSMCGP, "sod": SubsetOfData,
+                "gpjax_svgp": GPJaxSVGP})
 
 
 RUN_KEYS = ("batch_size", "num_passes", "eval_every")
