@@ -36,7 +36,7 @@ def render(truth_files: list[str | Path], run_files: list[str | Path], out: str 
     iteration = np.asarray(arrays["visited"]) // batch
     shown = [k for k in ITERATIONS if k in set(iteration.tolist())]
     x = truth["x"][:, 0]
-    fig, axes = plt.subplots(2, 4, figsize=(18, 8), sharex=True)
+    fig, axes = plt.subplots(2, 4, figsize=(18, 8))
     for ax, k in zip(axes.flat, shown):
         i = int(np.flatnonzero(iteration == k)[0])
         mean, sd = arrays["snapshot/mean"][i], np.sqrt(arrays["snapshot/var"][i])
@@ -44,7 +44,7 @@ def render(truth_files: list[str | Path], run_files: list[str | Path], out: str 
         ax.plot(x, truth["exact_mean"], color="k", ls="--", lw=1, label="exact GP mean")
         ax.plot(x, mean, color="r", label="PMD mean")
         ax.fill_between(x, mean - 2 * sd, mean + 2 * sd, color="r", alpha=0.2, label="PMD ± 2 sd")
-        ax.set(title=f"({shown.index(k) + 1}) iteration {k}", ylim=(-1.5, 2.0))
+        ax.set(title=f"({shown.index(k) + 1}) iteration {k}", ylim=(-1.5, 2.0), xlabel="x")
     axes.flat[0].legend(fontsize=7)
     for ax in list(axes.flat)[len(shown):7]:
         ax.set_axis_off()
@@ -53,9 +53,11 @@ def render(truth_files: list[str | Path], run_files: list[str | Path], out: str 
     last = axes.flat[7]
     last.plot(it, mean, color="r")
     last.fill_between(it, mean - std, mean + std, color="r", alpha=0.2)
-    last.set(yscale="log", xlabel="iteration", title=f"(8) RMSE of PMD's mean to the exact GP's ({len(runs)} runs)")
-    fig.suptitle(f"Structured PMD, {meta['params']['method.num_particles'] if 'method.num_particles' in meta['params'] else ''} "
-                 f"particles, M = {tmeta['num_inducing']} inducing inputs, batch {batch} (H.3.1)")
+    last.set(yscale="log", xlabel="iteration", ylabel="RMSE to the exact GP mean",
+             title=f"(8) posterior convergence ({len(runs)} runs)")
+    particles = meta["params"].get("method.num_particles", "")
+    fig.suptitle(f"Structured PMD, {particles} particles, M = {tmeta['num_inducing']} inducing inputs, "
+                 f"batch {batch} (H.3.1)")
     fig.tight_layout()
     with atomic_path(out) as tmp:
         fig.savefig(tmp, dpi=100)

@@ -26,16 +26,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
+from .table_logistic import _pm  # noqa: E402  (mean ± sd over seeds, as the logistic table writes it)
 
 PAPER_RMSE = 0.027
 PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6, Figure 2(2)): on YearPredictionMSD (463,715 songs, years in [0, 1], "
                "M = 2^10, 16 particles, 2 passes, 10 runs) PMD has the best RMSE, 0.027, \"significantly better than "
                "one-pass SMC and SVI\".")
-
-
-def _pm(values, fmt: str) -> str:
-    values = np.asarray(values, float)
-    return f"{values.mean():{fmt}} ± {values.std():{fmt}}" if len(values) > 1 else f"{values.mean():{fmt}}"
 
 
 def by_problem(truth_files: list[str | Path], run_files: list[str | Path]) -> dict[str, tuple[tuple, dict]]:
@@ -95,14 +91,17 @@ def table(groups: dict) -> str:
 
 
 def _curves(ax, runs_by, metric):
-    for label, runs in runs_by.items():
-        if f"curve/{metric}" not in runs[0][0]:
-            continue
-        visited, mean, std = curve_stats(runs, metric)
+    """Mean ± sd against data visited; a method that stops visiting early (SoD after its subset)
+    is drawn flat from where it stopped to the end of the axis. GPJax dashed (it overlays SVI-GP)."""
+    stats = {label: curve_stats(runs, metric) for label, runs in runs_by.items() if f"curve/{metric}" in runs[0][0]}
+    end = max(float(v.max()) for v, _, _ in stats.values())
+    for label, (visited, mean, std) in stats.items():
         keep = visited > 0
-        line, = ax.plot(visited[keep], mean[keep], marker="." if keep.sum() < 3 else None,
-                        label=f"{label} ({len(runs)} runs)")
-        ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=line.get_color(), alpha=0.2)
+        x, m, s = visited[keep], mean[keep], std[keep]
+        if len(np.unique(x)) == 1:  # stopped: its final value from there on
+            x, m, s = np.array([x[0], end]), np.full(2, m[-1]), np.full(2, s[-1])
+        line, = ax.plot(x, m, ls="--" if "gpjax" in label else "-", label=f"{label} ({len(runs_by[label])} runs)")
+        ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.2)
 
 
 def figure(groups: dict, out: str | Path) -> None:

@@ -1,0 +1,108 @@
+"""Time per step of every sparse-GP method against the ``M × M`` Cholesky factorisation, our SVI-GP
+against GPJax's SVGP, and the memory peak of the paper's settings, in one run.
+
+Settings: H.3.2's shape (``d = 90`` standardised features, batch 512, 16 particles for PMD and
+SMC) on random inputs (the cost does not depend on the values), ``M`` inducing inputs (default
+256, the default config's; H.3.2: ``--inducing 1024``), float64 as the experiment runs. Each method
+is built, warmed up (compiled) by ``--steps`` steps, then timed over the next ``--steps`` steps
+inside one jitted ``lax.scan`` (as :func:`pmd.run` does; ``timed_scan`` of
+``bench_logistic_cost.py``). SoD's work is its one solve (its first step), timed on its own.
+
+Reference, timed in the same run and the same way: one Cholesky factorisation of an ``M × M``
+kernel matrix per step — the work no sparse-GP method avoids (structured PMD factors one ``M × M``
+precision per particle per step). ``x_cholesky`` is a method's step time over that reference;
+``x_cholesky_per_particle`` divides further by the method's particle count (16 for PMD, 1 for the
+single-Gaussian methods; SMC's particles share one ``Z``, so it factors nothing per particle).
+``svi_over_gpjax`` is our SVI-GP's step time over GPJax's, same run, same ``Z`` draw and steps.
+
+Memory: the process's peak resident set (``ru_maxrss``) after all of it, and the bytes of PMD's
+state at these settings (``16 × 2 × M² + ...`` float64 numbers).
+
+Run: ``python benchmarks/bench_sparse_gp_cost.py [--inducing 256] [--steps 10]``; prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from bench_logistic_cost import timed_scan  # noqa: E402
+
+from pmd.models.sparse_gp import SparseGP  # noqa: E402
+from workflow import methods  # noqa: E402
+
+SPECS = {
+    "pmd": ("pmd_gp", {"num_particles": 16}),
+    "svi": ("svi_gp", {}),
+    "gpjax_svgp": ("gpjax_svgp", {}),
+    "smc": ("smc_gp", {"num_particles": 16}),
+    "sod": ("sod", {}),
+}
+PARTICLES = {"pmd": 16, "svi": 1, "gpjax_svgp": 1, "smc": 16, "sod": 1}
+
+
+class CholeskyOnly:
+    """The reference "method": one Cholesky factorisation of an ``M × M`` kernel matrix per step."""
+
+    def __init__(self, model: SparseGP, data: dict):
+        self.model, self.z = model, jnp.asarray(data["x"][: model.num_inducing])
+
+    def init(self, key):
+        return jnp.zeros(())
+
+    def step(self, key, state, batch):
+        shift = 1e-6 * jnp.mean(batch["y"])  # depends on the batch: not hoisted out of the scan
+        return state + jnp.sum(jnp.linalg.cholesky(self.model.kmm(self.z) + shift * jnp.eye(self.z.shape[0]))), {}
+
+
+def solve_seconds(sod, repeats: int = 3) -> float:
+    """Seconds of SoD's one solve (its first step; later steps do nothing), after a compiled warm-up."""
+    keys = jax.random.split(jax.random.key(0), repeats + 1)
+    jax.block_until_ready(sod._solve(keys[0]))
+    t0 = time.perf_counter()
+    for key in keys[1:]:
+        jax.block_until_ready(sod._solve(key))
+    return (time.perf_counter() - t0) / repeats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--dim", type=int, default=90)
+    parser.add_argument("--inducing", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--steps", type=int, default=10)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    train = {"x": rng.standard_normal((args.rows, args.dim)), "y": 0.1 * rng.standard_normal(args.rows)}
+    model = SparseGP.from_data(train["x"], noise_variance=0.01, num_inducing=args.inducing, jitter=1e-6)
+    out = {"backend": jax.default_backend(), "cpus": os.cpu_count(), "dtype": "float64", "rows": args.rows,
+           "dim": args.dim, "inducing": args.inducing, "batch": args.batch, "steps_timed": args.steps, "methods": {}}
+    reference = timed_scan(CholeskyOnly(model, train), train, args.steps, args.batch)
+    out["cholesky_ms"] = 1e3 * reference
+    for label, (name, spec) in SPECS.items():
+        cls = methods.METHODS[name]
+        extra = {} if name == "pmd_gp" else {"data": train}
+        method = cls(model, data_size=args.rows, **spec, **extra)
+        per_step = solve_seconds(method) if label == "sod" else timed_scan(method, train, args.steps, args.batch)
+        out["methods"][label] = {"ms_per_step": 1e3 * per_step, "x_cholesky": per_step / reference,
+                                 "x_cholesky_per_particle": per_step / (reference * PARTICLES[label])}
+        print(json.dumps({label: out["methods"][label]}), flush=True)
+    out["svi_over_gpjax"] = out["methods"]["svi"]["ms_per_step"] / out["methods"]["gpjax_svgp"]["ms_per_step"]
+    m = args.inducing
+    out["pmd_state_mib"] = 16 * (3 * m * m + 2 * m * args.dim + m + 2) * 8 / 2**20  # L, Λ, R + Z, h, ...
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The sparse-GP experiment end to end through the ``pmd-bench`` CLI on tiny problems, in one
+subprocess (the experiment turns on JAX's float64 for its process): store, the MSD-shaped stand-in,
+both truths, runs on both problems, the table, the Figure 2(2) panel and Figure 4."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from datasets.synthetic import prepare_gp1d
+from reports.resultfiles import load_npz
+from workflow.config import DEFAULT_CONFIG, validate
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sparse_gp")
+    cfg = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    cfg["results_dir"] = str(root / "results")
+    problem = {"noise_variance": 0.001, "bandwidth_scale": 0.1, "num_inducing": 8, "jitter": 1e-6, "batch_size": 32,
+               "num_passes": 1, "eval_every": 32, "test_points": 50, "exact_gp": True, "dataset": "gp1d-synth"}
+    cfg["sparse_gp"] = {
+        "seeds": 1, "figure4_method": "pmd",
+        "standin": {"train": 300, "test": 60, "dim": 5, "features": 256, "seed": 0},
+        "problems": {"gp1d": problem,
+                     "msd": {**problem, "dataset": "msd-standin", "noise_variance": 0.01, "bandwidth_scale": 1.0,
+                             "test_points": None, "exact_gp": False, "batch_size": 50, "num_passes": 2,
+                             "eval_every": 100}},
+        "methods": {"pmd": {"method": "pmd_gp", "num_particles": 3},
+                    "svi": {"method": "svi_gp", "step_size": {"kind": "harmonic"}}},
+    }
+    validate(cfg)
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    gp1d, standin = root / "gp1d.npz", root / "standin.npz"
+    prepare_gp1d(gp1d, num_points=128)
+    out = {name: root / f"{name}.npz" for name in ("truth_gp1d", "truth_msd", "gp1d_pmd", "msd_pmd", "msd_svi")}
+    calls = [
+        ["init-store"],
+        ["make-data", "sparse_gp", "--out", str(standin)],
+        ["reference", "sparse_gp", "--problem", "gp1d", "--data", str(gp1d), "--out", str(out["truth_gp1d"])],
+        ["reference", "sparse_gp", "--problem", "msd", "--data", str(standin), "--out", str(out["truth_msd"])],
+        *[["run", "sparse_gp", "--problem", p, "--method", m, "--seed", "0", "--data", str(d), "--reference",
+           str(out[f"truth_{p}"]), "--out", str(root / "runs" / p / m / "seed0.npz")]
+          for p, m, d in (("gp1d", "pmd", gp1d), ("msd", "pmd", standin), ("msd", "svi", standin))],
+        ["report", "sparse-gp", "--data", str(out["truth_gp1d"]), str(out["truth_msd"]), "--runs",
+         *[str(root / "runs" / p / m / "seed0.npz") for p, m in (("gp1d", "pmd"), ("msd", "pmd"), ("msd", "svi"))],
+         "--out", str(root / "table.md"), "--figure", str(root / "figure2.png")],
+        ["report", "figure4", "--data", str(out["truth_gp1d"]), "--runs", str(root / "runs/gp1d/pmd/seed0.npz"),
+         "--out", str(root / "figure4.png")],
+    ]
+    script = ("import json, sys\nfrom workflow.cli import main\n"
+              f"for argv in json.loads({json.dumps(json.dumps(calls))}):\n"
+              f"    code = main(['--config', {str(config)!r}, *argv])\n"
+              "    if code: sys.exit(f'{argv[:2]} exited {code}')\n")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlruns.db'}", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root, env
+
+
+def test_standin_noise_is_the_models(workspace):
+    """y - f on the stand-in is the model's noise: its sd within 4 standard errors of sqrt(0.01)
+    (the sample sd of 360 normals has standard error σ/sqrt(2·360))."""
+    root, _ = workspace
+    arrays, meta = load_npz(root / "standin.npz")
+    assert arrays["X_train"].shape == (300, 5) and arrays["X_test"].shape == (60, 5)
+    resid = np.concatenate([arrays["y_train"] - arrays["f_train"], arrays["y_test"] - arrays["f_test"]])
+    assert abs(resid.std() - 0.1) < 4 * 0.1 / np.sqrt(2 * 360)
+    assert meta["floor"]["noise_std"] == pytest.approx(0.1) and meta["standin"] is True
+
+
+def test_runs_score_against_the_truth(workspace):
+    root, _ = workspace
+    truth, tmeta = load_npz(root / "truth_gp1d.npz")
+    # the exact GP's mean is closer to f than the noisy targets are (their noise sd is 0.1)
+    assert tmeta["exact"]["rmse_exact"] == 0.0 and tmeta["exact"]["rmse_f"] < 0.1
+    arrays, meta = load_npz(root / "runs/gp1d/pmd/seed0.npz")
+    assert list(arrays["visited"]) == [0, 32, 64, 96, 128]  # every step (Figure 4's iterations)
+    assert arrays["snapshot/mean"].shape == (5, 50)
+    curve = arrays["curve/rmse_exact"]
+    assert curve[-1] < curve[0]  # the prior's mean (0) is farther from the exact GP than one pass
+    svi, smeta = load_npz(root / "runs/msd/svi/seed0.npz")
+    assert "elbo" in smeta and np.isfinite(smeta["elbo"]) and "curve/rmse_f" in svi
+
+
+def test_reports_and_tracking(workspace):
+    root, env = workspace
+    text = (root / "table.md").read_text()
+    for row in ("| exact GP", "| pmd |", "| svi |", "| best achievable (noise sd) |", "**Stand-in data**", "0.027"):
+        assert row in text
+    assert (root / "figure2.png").stat().st_size > 0 and (root / "figure4.png").stat().st_size > 0
+    client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    exp = client.get_experiment_by_name("pmd-bench/sparse_gp")
+    runs = client.search_runs([exp.experiment_id])
+    assert {r.info.run_name for r in runs} >= {"truth-gp1d", "truth-msd", "gp1d-pmd-seed0", "msd-svi-seed0"}
+    run = next(r for r in runs if r.info.run_name == "gp1d-pmd-seed0")
+    assert run.data.params["method.num_particles"] == "3" and "rmse_exact" in run.data.metrics
+    history = client.get_metric_history(run.info.run_id, "rmse_exact")
+    assert [m.step for m in history] == [0, 32, 64, 96, 128]  # against data points visited
+    assert client.list_artifacts(run.info.run_id, "result")
