@@ -292,6 +292,8 @@ class PMD:
 
             positions, log_w, base, kernel, loglik = jax.lax.cond(
                 redraw, fresh_draw, lambda: (positions, log_w, base, kernel, loglik))
+            log_w = normalize(drop_impossible(log_w, loglik))
+            loglik = jnp.where(jnp.isfinite(loglik), loglik, 0.0)
             step_max = jnp.where(streaming, remaining, 1.0 - remaining)
             last = i == self.max_substeps - 1
             dirn = direction(log_w, base, loglik)
@@ -384,6 +386,8 @@ class PMD:
                 lambda: (state.positions, state.base, state.log_weights),
             )
         loglik = self.data_size * self._mean_loglik(positions, batch)
+        prev = drop_impossible(prev, loglik)
+        loglik = jnp.where(jnp.isfinite(loglik), loglik, 0.0)
         active = jnp.isfinite(prev)
         direction = jnp.where(active, base + loglik - jnp.where(active, prev, 0.0), 0.0)
         scheduled = jnp.asarray(self.gamma(state.clock + 1.0), positions.dtype)
@@ -415,6 +419,13 @@ class PMD:
             "redraw": redraw,
         }
         return new, info
+
+
+def drop_impossible(log_w: Array, loglik: Array) -> Array:
+    """Give zero weight to particles whose batch likelihood is zero or undefined (``-inf``/NaN:
+    e.g. posteriordb's ARMA(1,1) overflows in float32 far in its prior's tails): their weight is zero
+    after any step ``γ > 0``, and keeping them would put ``0 · (-inf)`` into the step-size search."""
+    return jnp.where(jnp.isfinite(loglik), log_w, -jnp.inf)
 
 
 def kernel_scale(kernel: Kernel) -> Array:

@@ -1,0 +1,221 @@
+"""Time to accuracy: the wall time each method needs to bring its posterior mean within a fixed
+error of a reference posterior, every method and NUTS timed in ONE run of this script (same
+machine, same load), on the logistic model and posteriordb posteriors.
+
+Problems:
+
+* ``logistic``: Bayesian logistic regression on a prepared classification file (``--logistic-data``;
+  default the 11,769-row MNIST 6-vs-8 of ``workflow/config/mnist.yaml``) against the NUTS reference
+  the workflow wrote (``--logistic-reference``).
+* ``--posteriors``: posteriordb posteriors (through the offline mirror) against their reference draws.
+
+Every method runs under the posteriordb experiment's budget rule and method entries
+(:func:`workflow.experiments.posteriordb.budget`, the config's ``posteriordb`` section): the same
+steps and batches for every method, nothing tuned per problem. The posterior is scored every
+``--evals-per-pass``-th of a pass; the clock is the runner's stepping time (compilation included,
+scoring excluded). NUTS is BlackJAX's (``--nuts-warmup`` steps of window adaptation, then draws
+scored in chunks of ``--nuts-chunk``, one chain from a prior draw), its clock including warm-up.
+
+The error is ``mean_error`` of :class:`pmd.sample_metrics.SampleReference`: the coordinates' mean
+absolute error of the posterior mean in reference standard deviations. The time to accuracy is the
+first clock reading at which it is at most ``--threshold`` (default 0.5, the posteriordb goal of
+issue 11); a method that never gets there is reported as not reaching it, with its best error.
+
+Run (after the workflow has written the references, e.g. ``snakemake results/mnist/figures/table_logistic.md
+--cores 2 --configfile workflow/config/mnist.yaml``)::
+
+    python benchmarks/bench_time_to_accuracy.py --out results/benchmarks/time_to_accuracy
+
+writes ``time_to_accuracy.json``, ``.md`` (the table) and ``.png`` (error against wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import yaml
+
+import blackjax
+from datasets.atomic import atomic_path
+from datasets.settings import resolve_settings
+from pmd import ParticlePosterior, run
+from pmd.models.logistic import BayesianLogisticRegression
+from pmd.models.posteriordb import load_problem, reference_draws
+from pmd.rejuvenation import full_log_likelihood
+from pmd.sample_metrics import SampleReference
+from workflow import methods
+from workflow.experiments.logistic import load_data
+from workflow.experiments.posteriordb import Scorer, budget
+from workflow.results import load_npz, save_json
+
+
+class Unconstrained:
+    """A problem whose parameters are already on the reference's scale (logistic regression)."""
+
+    def __init__(self, model, data):
+        self.model, self.data = model, data
+
+    @staticmethod
+    def constrain(thetas):
+        return thetas
+
+
+def problems(args, settings):
+    """``name -> (problem, SampleReference)``."""
+    out = {}
+    if args.logistic_data:
+        train, _ = load_data(args.logistic_data)
+        ref, _ = load_npz(args.logistic_reference)
+        model = BayesianLogisticRegression(dim=train["x"].shape[1], prior_std=args.prior_std).model()
+        out["logistic"] = (Unconstrained(model, train), SampleReference(ref["draws"]))
+    for name in args.posteriors:
+        problem = load_problem(name, settings)
+        draws = reference_draws(problem, settings).reshape(-1, len(problem.columns))
+        out[name] = (problem, SampleReference(draws))
+    return out
+
+
+def time_method(label, spec, section, problem, reference, args):
+    """One method's curve: ``{"wall_time", "visited", "mean_error"}`` lists, or ``{"error": ...}``."""
+    num_data = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
+    spec, settings = budget(section, label, spec, num_data)
+    batch = settings["batch_size"]
+    eval_every = max(batch, settings["steps_per_pass"] * batch // args.evals_per_pass)
+    try:
+        method = methods.build(label, spec, problem.model, problem.data, settings["num_steps"])
+        result = run(method, problem.data, jax.random.key(args.seed), batch_size=batch,
+                     num_passes=(settings["num_steps"] - 0.5) * batch / num_data, eval_every=eval_every,
+                     evaluate=Scorer(problem, reference, section["eval_samples"]))
+    except Exception as err:  # noqa: BLE001 (a failure is a result)
+        return {"error": f"{type(err).__name__}: {err}"}
+    return {"wall_time": result.curves["wall_time"].tolist(), "visited": result.visited.tolist(),
+            "mean_error": result.curves["mean_error"].tolist()}
+
+
+def time_nuts(problem, reference, args, eval_samples):
+    """BlackJAX NUTS with window adaptation: the same curve, warm-up on the clock."""
+    model, data = problem.model, jax.tree_util.tree_map(jnp.asarray, problem.data)
+    num_data = int(jax.tree_util.tree_leaves(data)[0].shape[0])
+    loglik = full_log_likelihood(model, data, chunk=min(num_data, 4096))
+
+    def logdensity(theta):
+        return model.log_prior_many(theta[None])[0] + loglik(theta[None])[0]
+
+    k_init, k_warm, k_draw, k_score = jax.random.split(jax.random.key(args.seed), 4)
+    scorer = Scorer(problem, reference, eval_samples)
+    t0 = time.perf_counter()
+    warmup = blackjax.window_adaptation(blackjax.nuts, logdensity)
+    (state, params), warm_info = warmup.run(k_warm, model.sample_prior(k_init, 1)[0], num_steps=args.nuts_warmup)
+    jax.block_until_ready(state)
+    clock = time.perf_counter() - t0
+    visited = int(np.sum(warm_info.info.num_integration_steps)) * num_data
+    kernel = jax.jit(blackjax.nuts(logdensity, **params).step)
+
+    @jax.jit
+    def chunk(state, key):
+        def one(s, k):
+            s, info = kernel(k, s)
+            return s, (s.position, info.num_integration_steps)
+        return jax.lax.scan(one, state, jax.random.split(key, args.nuts_chunk))
+
+    draws, curve = [], {"wall_time": [], "visited": [], "mean_error": []}
+    for i in range(args.nuts_draws // args.nuts_chunk):
+        t0 = time.perf_counter()
+        state, (positions, steps) = chunk(state, jax.random.fold_in(k_draw, i))
+        jax.block_until_ready(positions)
+        clock += time.perf_counter() - t0
+        visited += int(np.sum(steps)) * num_data
+        draws.append(positions)
+        score = scorer(ParticlePosterior.equally_weighted(jnp.concatenate(draws)), jax.random.fold_in(k_score, i))
+        for name, value in (("wall_time", clock), ("visited", visited), ("mean_error", score["mean_error"])):
+            curve[name].append(float(value))
+    return curve
+
+
+def summarise(curve, threshold):
+    """``(seconds to reach the threshold or None, best error, final error)``."""
+    if "error" in curve:
+        return None, math.nan, math.nan
+    err = np.asarray(curve["mean_error"], float)
+    reached = np.flatnonzero(err <= threshold)
+    best = float(np.nanmin(err)) if np.any(np.isfinite(err)) else math.nan
+    return (float(curve["wall_time"][reached[0]]) if reached.size else None), best, float(err[-1])
+
+
+def table(results, threshold):
+    names = list(next(iter(results.values())))
+    lines = [f"Wall time (s) to bring the posterior mean within {threshold} reference sd (coordinates' mean), "
+             "one run of benchmarks/bench_time_to_accuracy.py; in brackets: not reached, best error.", "",
+             "| method | " + " | ".join(results) + " |", "|---|" + "---|" * len(results)]
+    for name in names:
+        cells = []
+        for problem in results:
+            reached, best, _ = summarise(results[problem][name], threshold)
+            cells.append("failed" if math.isnan(best) and reached is None else
+                         f"{reached:.1f}" if reached is not None else f"[{best:.3g}]")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(results, threshold, path):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
+    for ax, (problem, curves) in zip(axes[0], results.items()):
+        for name, curve in curves.items():
+            if "error" not in curve:
+                ax.plot(curve["wall_time"], curve["mean_error"], label=name, lw=2.5 if name == "nuts" else 1.2)
+        ax.axhline(threshold, color="k", ls=":", lw=1)
+        ax.set(xscale="log", yscale="log", xlabel="wall time (s)", ylabel="mean error (reference sd)", title=problem)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="workflow/config/default.yaml", help="its posteriordb section's methods and budget")
+    parser.add_argument("--logistic-data", default="results/mnist/data/mnist-6v8.npz")
+    parser.add_argument("--logistic-reference", default="results/mnist/logistic/reference.npz")
+    parser.add_argument("--prior-std", type=float, default=1.0)
+    parser.add_argument("--posteriors", nargs="*", default=["kidiq-kidscore_momiq", "eight_schools-eight_schools_noncentered"])
+    parser.add_argument("--methods", nargs="*", default=None, help="labels of the section's methods (default: all)")
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--evals-per-pass", type=int, default=5)
+    parser.add_argument("--nuts-warmup", type=int, default=500)
+    parser.add_argument("--nuts-draws", type=int, default=1000)
+    parser.add_argument("--nuts-chunk", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="results/benchmarks/time_to_accuracy")
+    args = parser.parse_args(argv)
+
+    with open(args.config) as f:
+        section = yaml.safe_load(f)["posteriordb"]
+    labels = args.methods or list(section["methods"])
+    unknown = sorted(set(labels) - set(section["methods"]))
+    if unknown:
+        parser.error(f"--methods {unknown} are not in {args.config}'s posteriordb.methods ({', '.join(section['methods'])})")
+    results = {}
+    for name, (problem, reference) in problems(args, resolve_settings()).items():
+        results[name] = {label: time_method(label, section["methods"][label], section, problem, reference, args)
+                         for label in labels}
+        results[name]["nuts"] = time_nuts(problem, reference, args, section["eval_samples"])
+        print(name, {label: summarise(c, args.threshold)[:2] for label, c in results[name].items()}, flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_json(out.with_suffix(".json"), {"threshold": args.threshold, "config": args.config, "results": results})
+    with atomic_path(out.with_suffix(".md")) as tmp:
+        tmp.write_text(table(results, args.threshold))
+    with atomic_path(out.with_suffix(".png")) as tmp:
+        figure(results, args.threshold, tmp)
+    print(out.with_suffix(".md").read_text())
+
+
+if __name__ == "__main__":
+    main()
