@@ -22,6 +22,7 @@ include: "workflow/rules/logistic.smk"
 include: "workflow/rules/rate.smk"
 include: "workflow/rules/posteriordb.smk"
 include: "workflow/rules/sparse_gp.smk"
+include: "workflow/rules/lda.smk"
 
 
 rule all:

@@ -17,6 +17,9 @@ The Snakemake rules call these verbs; they work the same by hand::
     pmd-bench report posteriordb --data results/posteriordb/floors/*.json \
         --runs results/posteriordb/runs/*/*/seed*.npz --out results/figures/table_posteriordb.md \
         --figure results/figures/posteriordb.png
+    pmd-bench run lda --method pmd --seed 0 --data results/data/lda-synth --out results/lda/runs/pmd/seed0.npz
+    pmd-bench report lda --data results/data/lda-synth --runs results/lda/runs/*/seed*.npz \
+        --out results/figures/table_lda.md --figure results/figures/figure2_lda.png
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from datasets.errors import DatasetError
 from datasets.settings import resolve_settings
 
 from . import config as config_mod
-from .experiments import logistic, mixture, posteriordb, rate, sparse_gp
+from .experiments import lda, logistic, mixture, posteriordb, rate, sparse_gp
 from .reference import ConvergenceError
 from .results import save_json
 from .tracking import init_store, tracking_uri
 
-EXPERIMENTS = {"mixture": mixture, "logistic": logistic, "posteriordb": posteriordb, "sparse_gp": sparse_gp}
+EXPERIMENTS = {"mixture": mixture, "logistic": logistic, "posteriordb": posteriordb, "sparse_gp": sparse_gp,
+               "lda": lda}
 
 
 def _experiment_name(cfg: dict, experiment: str) -> str:
@@ -82,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="result JSON; a .png plot goes beside it")
 
     p = sub.add_parser("report", help="render a figure or table from result files")
-    p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "figure4", "sparse-gp"])
+    p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "figure4", "sparse-gp",
+                                     "lda", "figure5", "lda-grid"])
     p.add_argument("--data", required=True, nargs="+",
                    help="the experiment's data file (figure1), reference (logistic) or floor files (posteriordb)")
     p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
@@ -156,6 +161,18 @@ def main(argv: list[str] | None = None) -> int:
             if not args.figure:
                 raise ValueError("report sparse-gp needs --figure (the Figure 2(2) panel's .png)")
             sparse_gp_report.render(args.data, args.runs, args.out, args.figure)
+        elif args.verb == "report" and args.what in ("lda", "figure5", "lda-grid"):
+            from reports import lda as lda_report
+
+            if args.what == "lda" and not args.figure:
+                raise ValueError("report lda needs --figure (the Figure 2(3) panel's .png)")
+            if args.what == "lda":
+                lda_report.render(args.data[0], args.runs, args.out, args.figure)
+            elif args.what == "figure5":
+                fig5 = cfg["lda"]["figure5"]
+                lda_report.render_figure5(args.data[0], args.runs, args.out, fig5["topics"], fig5["words"])
+            else:
+                lda_report.render_grid(args.runs, args.out)
         elif args.verb == "report" and args.what == "figure4":
             from reports import figure4
 

@@ -8,12 +8,14 @@ from typing import Any
 import jax
 
 import baselines
+import baselines.lda
 import pmd
 from baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
 from baselines.jj_svi import JaakkolaJordanSVI
 from baselines.logistic_gibbs import PolyaGammaGibbs
 from baselines.peers.gpjax_sgp import GPJaxSVGP
 from pmd import ConfigError, InferenceMethod, Model
+from pmd.structured.lda import StructuredPMDLDA
 from pmd.structured.sparse_gp import StructuredPMDGP
 
 # the model-specific logistic-regression competitors (section 6) beside the generic baselines
@@ -22,6 +24,9 @@ METHODS: dict[str, type] = {"pmd": pmd.PMD, **baselines.METHODS, "jj_svi": Jaakk
 # the sparse-GP methods (section 6, H.3): structured PMD (F.1), its competitors and GPJax's SVGP
 METHODS.update({"pmd_gp": StructuredPMDGP, "svi_gp": SVIGP, "smc_gp": OnePassSMCGP, "sod": SubsetOfData,
                 "gpjax_svgp": GPJaxSVGP})
+# the LDA methods (section 6, H.4): structured PMD (F.2) and its competitors (the peer libraries,
+# which are not JAX methods, run through workflow.experiments.lda)
+METHODS.update({"pmd_lda": StructuredPMDLDA, **baselines.lda.METHODS})
 
 
 RUN_KEYS = ("batch_size", "num_passes", "eval_every")

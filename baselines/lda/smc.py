@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from pmd.interface import ConfigError, require_fraction
-from pmd.models.lda import TopicSamples, require_lda, topic_word_counts
+from pmd.models.lda import TopicSamples, categorical_rows, require_lda, topic_word_counts
 from pmd.weights import categorical_draw, effective_sample_size, normalize
 
 Array = jax.Array
@@ -55,7 +55,7 @@ class LDASMCState:
     step: Array
 
 
-def _categorical(u: Array, probs: Array) -> Array:
+def categorical_rows(u: Array, probs: Array) -> Array:
     """Inverse-CDF draws: one index per row of unnormalised ``probs`` (B, K) from uniforms ``u`` (B,)."""
     cdf = jnp.cumsum(probs, axis=-1)
     return jnp.minimum(jnp.sum(cdf < (u * cdf[:, -1])[:, None], axis=-1), probs.shape[-1] - 1)
@@ -126,7 +126,7 @@ class LDASMC:
             probs = pw.T * (doc_counts + alpha)  # (B, K)
             total = probs.sum(axis=1)
             pred = total / (doc_counts.sum(axis=1) + k_topics * alpha)
-            z = _categorical(ul, probs)
+            z = categorical_rows(ul, probs)
             doc_counts = doc_counts + jax.nn.one_hot(z, k_topics) * m[:, None]
             return doc_counts, (z, jnp.where(m, jnp.log(pred), 0.0))
 
@@ -152,7 +152,7 @@ class LDASMC:
             n_w = counts[:, wl].T - old  # (R, K): n_kw^{-dn} for the token's word
             n_k = counts.sum(axis=1)[None, :] - old
             probs = (n_w + beta) / (n_k + w * beta) * (dc - old + alpha)
-            z = jnp.where(m, _categorical(ul, probs), zl)
+            z = jnp.where(m, categorical_rows(ul, probs), zl)
             new = jax.nn.one_hot(z, k_topics) * m[:, None]
             return dc - old + new, z
 

@@ -1,0 +1,163 @@
+"""The LDA experiment's Figure 2(3) panel and its table, from result files.
+
+The panel: held-out log-perplexity (H.4, eq. 19) against documents visited, mean ± one standard
+deviation over seeds for every method and peer (log x-axis: tomotopy's sampler visits the whole
+corpus per sweep). A JSON summary of the final values goes beside it.
+
+The table (Markdown): per method, the final held-out log-perplexity and perplexity (mean ± sd over
+seeds), the matched topics' mean Hellinger distance to the truth when the corpus has one, the
+stepping cost (seconds per document visited and training tokens per second, evaluations
+excluded, the first call's compilation included), the documents visited; then our online VB
+against scikit-learn's and gensim's at equal settings (perplexity difference and speed ratio from
+the same workflow run) and the extrapolated time of the paper's run (150,000 documents, 5 passes)
+at each method's measured cost per document (``benchmarks/bench_lda_cost.py`` measures the steady
+state); and the paper's claim beside.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
+
+PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6 and Figure 2(3), Wikipedia, 150,000 documents, K = 100, 5 passes): "
+               "PMD (one particle) reaches the best perplexity, \"significantly better than SGRLD and SVI\"; SMC "
+               "(one particle) does well early but reads each document once.")
+PAPER_DOCUMENTS, PAPER_PASSES = 150_000, 5
+SVI_LABEL, PEER_LABELS = "svi_hoffman", ("sklearn", "gensim")
+
+
+def _pm(values, fmt: str) -> str:
+    values = np.asarray(values, float)
+    return f"{values.mean():{fmt}} ± {values.std():{fmt}}" if len(values) > 1 else f"{values.mean():{fmt}}"
+
+
+def _final(runs, metric: str) -> np.ndarray:
+    return np.asarray([meta["final"][metric] for _, meta in runs if metric in meta["final"]])
+
+
+def render_panel(run_files: list[str | Path], out: str | Path) -> dict:
+    """Figure 2(3): log-perplexity against documents visited; returns (and writes beside) the summary."""
+    runs_by = runs_by_method(run_files)
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for label, runs in runs_by.items():
+        visited, mean, std = curve_stats(runs, "log_perplexity")
+        keep = visited > 0
+        line, = ax.plot(visited[keep], mean[keep], marker=".", label=f"{label} ({len(runs)} runs)")
+        ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=line.get_color(), alpha=0.2)
+    ax.set(xscale="log", xlabel="documents visited", ylabel="held-out log-perplexity",
+           title="(3) LDA: held-out log-perplexity (eq. 19)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = Path(out)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    summary = {label: {metric: {"mean": float(v.mean()), "std": float(v.std()), "runs": len(v)}
+                       for metric in ("log_perplexity", "perplexity", "topic_hellinger")
+                       if len(v := _final(runs, metric))}
+               for label, runs in runs_by.items()}
+    with atomic_path(out.with_suffix(".json")) as tmp:
+        tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
+    return summary
+
+
+def _corpus_facts(corpus_dir: str | Path) -> dict:
+    return json.loads((Path(corpus_dir) / "documents.json").read_text())
+
+
+def render(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path, figure: str | Path) -> str:
+    """The table (module docstring) to ``out`` and the Figure 2(3) panel to ``figure``."""
+    render_panel(run_files, figure)
+    runs_by = runs_by_method(run_files)
+    facts = _corpus_facts(corpus_dir)
+    truth = any(len(_final(runs, "topic_hellinger")) for runs in runs_by.values())
+    header = ["method", "runs", "log-perplexity", "perplexity", *(["topic Hellinger"] if truth else []),
+              "ms / document", "tokens / s", "documents visited", "paper run (h)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for label, runs in runs_by.items():
+        cost = np.asarray([meta["seconds_per_document"] for _, meta in runs])
+        lines.append("| " + " | ".join([
+            label, str(len(runs)), _pm(_final(runs, "log_perplexity"), ".4f"), _pm(_final(runs, "perplexity"), ".1f"),
+            *([_pm(_final(runs, "topic_hellinger"), ".3f")] if truth else []),
+            _pm(1e3 * cost, ".3f"), _pm([meta["tokens_per_second"] for _, meta in runs], ",.0f"),
+            f"{int(np.mean([meta['visited'] for _, meta in runs])):,}",
+            f"{cost.mean() * PAPER_DOCUMENTS * PAPER_PASSES / 3600:.2f}"]) + " |")
+    params = next(iter(runs_by.values()))[0][1]["params"]
+    notes = [f"LDA on {Path(corpus_dir).name} ({facts.get('source', '?')}): {params['num_docs']:,} training and "
+             f"{facts['heldout_documents']:,} held-out documents, "
+             f"K = {params['num_topics']}, W = {params['vocabulary']:,}, α = {params['alpha']}, β = {params['beta']}; "
+             "final values, mean ± sd over seeds. \"paper run\": the hours of the paper's 150,000-document, "
+             "5-pass run at the measured cost per document (tomotopy: per document-sweep)."]
+    if SVI_LABEL in runs_by:
+        ours = runs_by[SVI_LABEL]
+        for peer in (p for p in PEER_LABELS if p in runs_by):
+            theirs = runs_by[peer]
+            gap = 100 * (np.mean(np.exp(_final(ours, "log_perplexity"))) / np.mean(np.exp(_final(theirs, "log_perplexity"))) - 1)
+            speed = np.mean([m["tokens_per_second"] for _, m in ours]) / np.mean([m["tokens_per_second"] for _, m in theirs])
+            notes.append(f"Our online VB ({SVI_LABEL}) against {peer} at equal K, priors, batch size and rate: "
+                         f"perplexity {gap:+.2f}% ({len(ours)} and {len(theirs)} seeds), speed ratio "
+                         f"{speed:.2f}x (tokens per second of the steps, this workflow run; ours include JAX's compilation, "
+                         "which dominates short runs: benchmarks/bench_lda_cost.py times the steady state).")
+    text = "\n".join(["\n".join(lines), "", *[f"{n}\n" for n in notes], PAPER_CLAIM, ""])
+    with atomic_path(out) as tmp:
+        tmp.write_text(text)
+    return text
+
+
+def render_figure5(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path, topics: int,
+                   words: int) -> None:
+    """Figure 5: the top ``words`` words of ``topics`` topics found by one method's first seed (the
+    topics with the highest top-word probability mass: the most distinct ones)."""
+    runs_by = runs_by_method(run_files)
+    if len(runs_by) != 1:
+        raise ValueError(f"figure5 shows one method's topics, got runs of {sorted(runs_by)}")
+    (label, runs), = runs_by.items()
+    arrays, meta = runs[0]
+    vocab = (Path(corpus_dir) / "vocab.txt").read_text().splitlines()
+    mass = arrays["top_probs"][:, :words].sum(axis=1)
+    chosen = np.argsort(-mass)[:topics]
+    cols = min(3, topics)
+    rows = int(np.ceil(topics / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 0.32 * words * rows + 0.8), squeeze=False)
+    for ax, k in zip(axes.ravel(), chosen):
+        ids, probs = arrays["top_words"][k, :words], arrays["top_probs"][k, :words]
+        ax.barh(range(words)[::-1], probs, color="tab:blue")
+        ax.set_yticks(range(words)[::-1], [vocab[i] for i in ids], fontsize=8)
+        ax.set_title(f"topic {k}", fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+    for ax in axes.ravel()[len(chosen):]:
+        ax.axis("off")
+    fig.suptitle(f"Figure 5: topics found by {label} (seed {meta['seed']}), top {words} words", fontsize=10)
+    fig.tight_layout()
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+
+
+def render_grid(run_files: list[str | Path], out: str | Path) -> str:
+    """H.4's grid search: every method's final log-perplexity at each step size ``η/(n₀ + t^κ)``
+    (mean over the grid's seeds), its best point first."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for path in map(Path, run_files):
+        _, meta = load_npz(path)
+        step = meta["params"]["method.step_size"]
+        point = f"η={step['eta']:g}, n₀={step['n0']:g}, κ={step['kappa']:g}"
+        groups.setdefault((meta["method"], point), []).append(meta["final"]["log_perplexity"])
+    lines = ["| method | step size | seeds | log-perplexity |", "|---|---|---|---|"]
+    for method in sorted({m for m, _ in groups}):
+        points = sorted(((np.mean(v), p, len(v)) for (m, p), v in groups.items() if m == method))
+        for rank, (value, point, n) in enumerate(points):
+            lines.append(f"| {method} | {point}{' (best)' if rank == 0 else ''} | {n} | {value:.4f} |")
+    text = "\n".join(["H.4's grid search (final held-out log-perplexity; the best point is the one to put in a config).",
+                      "", *lines, ""])
+    with atomic_path(out) as tmp:
+        tmp.write_text(text)
+    return text
