@@ -73,7 +73,8 @@ else:
         def _grid_params(wildcards):
             """The method's config entry with the grid point's step size, as --params JSON."""
             eta, n0, kappa = map(float, re.fullmatch(r"eta(.+)_n0(.+)_kappa(.+)", wildcards.point).groups())
-            return {**LDA["methods"][wildcards.method], "step_size": {"eta": eta, "n0": n0, "kappa": kappa}}
+            return {**LDA["methods"][wildcards.method], "step_size": {"eta": eta, "n0": n0, "kappa": kappa},
+                    "num_passes": LDA_GRID["num_passes"]}
 
         rule lda_grid_run:
             input:
