@@ -104,10 +104,11 @@ class MALAMoves:
 
 
 def full_log_likelihood(model: Model, data: Any, chunk: int) -> Callable[[Array], Array]:
-    """``θ ↦ Σ_n log p(x_n|θ)`` for every particle ``(m,)``, in blocks of ``chunk`` rows (the last
-    block padded and masked), so memory is ``m × chunk`` whatever ``N``."""
+    """``θ ↦ Σ_n log p(x_n|θ)`` for every particle ``(m,)``, in blocks of ``min(chunk, N)`` rows (the
+    last block padded and masked), so memory is ``m × chunk`` whatever ``N``."""
     leaves = jax.tree_util.tree_leaves(data)
     n = leaves[0].shape[0]
+    chunk = min(chunk, n)
     blocks = -(-n // chunk)
     pad = blocks * chunk - n
     padded = jax.tree_util.tree_map(
