@@ -24,8 +24,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError, require_positive_int
-from pmd.models.lda import TopicSamples, gibbs_assignments, learning_rate, require_lda, topic_word_counts
+from pmd.models.lda import (TopicSamples, gibbs_assignments, learning_rate, require_lda, require_sweeps,
+                            topic_word_counts)
 
 Array = jax.Array
 
@@ -55,10 +55,7 @@ class SGRLD:
                  burn_in: int = 2):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)
         self.rate = learning_rate({"eta": 0.01, "n0": 1.0, "kappa": 0.55} if step_size is None else step_size)
-        self.sweeps = require_positive_int("sweeps", sweeps)
-        if isinstance(burn_in, bool) or not isinstance(burn_in, int) or not 0 <= burn_in < self.sweeps:
-            raise ConfigError(f"burn_in must be an integer in [0, sweeps={self.sweeps}), got {burn_in!r}")
-        self.burn_in = burn_in
+        self.sweeps, self.burn_in = require_sweeps(sweeps, burn_in)
         self._step = jax.jit(self._step_impl)
 
     def init(self, key: Array) -> SGRLDState:

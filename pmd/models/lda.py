@@ -72,6 +72,14 @@ def require_lda(model: Any, data_size: Any, num_particles: Any) -> tuple[LDA, in
     return model, require_positive_int("data_size", data_size), require_positive_int("num_particles", num_particles)
 
 
+def require_sweeps(sweeps: Any, burn_in: Any) -> tuple[int, int]:
+    """Gibbs sweeps per visited document and how many of them are burn-in: ``0 ≤ burn_in < sweeps``."""
+    sweeps = require_positive_int("sweeps", sweeps)
+    if isinstance(burn_in, bool) or not isinstance(burn_in, int) or not 0 <= burn_in < sweeps:
+        raise ConfigError(f"burn_in must be an integer in [0, sweeps={sweeps}), got {burn_in!r}")
+    return sweeps, burn_in
+
+
 def tokens(counts: sp.spmatrix, length: int | None = None) -> dict[str, np.ndarray]:
     """A documents × vocabulary count matrix as padded token arrays ``{"words", "mask", "doc"}``.
 
@@ -155,8 +163,7 @@ def gibbs_assignments(key: Array, words: Array, mask: Array, topics: Array, alph
     averaged over the ``sweeps - burn_in`` sweeps after burn-in, ``(B, L, K)``, zero at padding.
     ``topics``: ``(K, W)`` rows summing to one.
     """
-    if not 0 <= burn_in < sweeps:
-        raise ConfigError(f"Gibbs sweeps: need 0 <= burn_in < sweeps, got burn_in={burn_in}, sweeps={sweeps}")
+    require_sweeps(sweeps, burn_in)
     num_topics = topics.shape[0]
     phi_w = jnp.moveaxis(jnp.take(topics, words, axis=1), 0, -1)  # (B, L, K)
     k_init, k_sweeps = jax.random.split(key)
@@ -360,6 +367,6 @@ def random_topics(key: Array, num_topics: int, vocabulary: int, dtype=jnp.float3
     return jax.random.gamma(key, 100.0, (num_topics, vocabulary), dtype=dtype) / 100.0
 
 
-__all__ = ["LDA", "require_lda", "tokens", "learning_rate", "gibbs_assignments", "categorical_rows", "doc_topic_estimate", "topic_word_counts",
+__all__ = ["LDA", "require_lda", "require_sweeps", "tokens", "learning_rate", "gibbs_assignments", "categorical_rows", "doc_topic_estimate", "topic_word_counts",
            "variational_estep", "TopicSamples", "VariationalTopics", "equally_weighted",
            "heldout_log_perplexity", "topic_recovery", "random_topics"]

@@ -34,9 +34,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError, require_fraction, require_positive_int
+from pmd.interface import require_fraction
 from pmd.models.lda import (TopicSamples, doc_topic_estimate, gibbs_assignments, learning_rate, require_lda,
-                            topic_word_counts)
+                            require_sweeps, topic_word_counts)
 from pmd.weights import categorical_draw, effective_sample_size, normalize
 
 Array = jax.Array
@@ -73,10 +73,7 @@ class StructuredPMDLDA:
                  burn_in: int = 2, threshold: float = 0.5):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)
         self.rate = learning_rate({"eta": 1.0, "n0": 10.0, "kappa": 0.7} if step_size is None else step_size)
-        self.sweeps = require_positive_int("sweeps", sweeps)
-        if isinstance(burn_in, bool) or not isinstance(burn_in, int) or not 0 <= burn_in < self.sweeps:
-            raise ConfigError(f"burn_in must be an integer in [0, sweeps={self.sweeps}), got {burn_in!r}")
-        self.burn_in = burn_in
+        self.sweeps, self.burn_in = require_sweeps(sweeps, burn_in)
         self.threshold = require_fraction("threshold", threshold)
         self._step = jax.jit(self._step_impl)
 
