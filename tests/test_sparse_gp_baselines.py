@@ -13,7 +13,7 @@ from baselines.gp.smc_gp import whitened_regression
 from pmd import ConfigError, run
 from pmd.models.sparse_gp import exact_gp_predict, features, titsias_predict
 
-from sparse_gp_helpers import TEST_X, problem, x64  # noqa: F401  (x64: autouse fixture)
+from sparse_gp_helpers import TEST_X, predict, problem, x64  # noqa: F401  (x64: autouse fixture)
 
 
 def _rows_of(data, inputs):
@@ -34,7 +34,7 @@ def test_sod_is_the_exact_gp_on_its_subset():
     assert len(np.unique(z)) == 24
     y = _rows_of(data, z)
     mean, var = titsias_predict(model, z, z, y, TEST_X)
-    got_mean, got_var = result.posterior.predict(jnp.asarray(TEST_X))
+    got_mean, got_var = predict(result.posterior)
     np.testing.assert_allclose(np.asarray(got_mean), mean, atol=1e-7)
     np.testing.assert_allclose(np.asarray(got_var), var, atol=1e-7)
     exact_mean, exact_var = exact_gp_predict(model, z, y, TEST_X)
@@ -51,7 +51,7 @@ def test_svi_gp_harmonic_pass_is_titsias():
     z = np.asarray(post.inducing[0])
     assert len(np.unique(z)) == model.num_inducing and np.all(np.isin(z, data["x"]))
     mean, var = titsias_predict(model, z, data["x"], data["y"], TEST_X)
-    got_mean, got_var = post.predict(jnp.asarray(TEST_X))
+    got_mean, got_var = predict(post)
     np.testing.assert_allclose(np.asarray(got_mean), mean, atol=1e-7)
     np.testing.assert_allclose(np.asarray(got_var), var, atol=1e-7)
 
@@ -72,7 +72,7 @@ def test_smc_gp_starts_at_the_sod_posterior_and_reads_one_pass():
     SoD mean within 5 Monte Carlo standard errors (sd of the particles' predictions / sqrt(4000))."""
     model, data = problem()
     method = OnePassSMCGP(model, 256, num_particles=2000, data=data)
-    state = method.init(jax.random.key(3))
+    state = jax.jit(method.init)(jax.random.key(3))
     z = np.asarray(state.inducing)
     sod_mean, _ = titsias_predict(model, z, z, _rows_of(data, z), TEST_X)
     a = np.asarray(features(model, state.inducing, state.chol_k, jnp.asarray(TEST_X)))
@@ -83,7 +83,7 @@ def test_smc_gp_starts_at_the_sod_posterior_and_reads_one_pass():
                  num_passes=2, eval_every=128)
     assert result.visited[-1] == 256  # one pass: the second reads nothing
     assert result.posterior.inducing.shape == (16, model.num_inducing, 1)
-    assert np.all(np.isfinite(np.asarray(result.posterior.predict(jnp.asarray(TEST_X))[0])))
+    assert np.all(np.isfinite(predict(result.posterior)[0]))
 
 
 def test_whitened_regression_is_the_sparse_gp_likelihood():

@@ -45,16 +45,18 @@ def test_bad_hyperparameters_name_the_field(field, value):
 
 def test_titsias_with_every_input_inducing_is_the_exact_gp():
     """With Z = X the DTC model is the full GP: Titsias' predictive and evidence are the exact ones
-    (up to the jitter 1e-8 against the noise 1e-2: tolerance 1e-5)."""
-    model, data = problem(n=40, num_inducing=40)
+    up to the jitter ε on K_mm, whose effect is linear in ε here (on the mean: measured 5e-3, 5e-5,
+    5e-7 at ε = 1e-6, 1e-8, 1e-10; on the evidence 6e-5, 9e-7, 8e-9): at ε = 1e-10, tolerance 1e-5
+    on the predictive, 1e-6 on the log evidence."""
+    model, data = problem(n=40, num_inducing=40, jitter=1e-10, bandwidth_scale=0.05)
     mean, var = titsias_predict(model, data["x"], data["x"], data["y"], TEST_X)
     exact_mean, exact_var = exact_gp_predict(model, data["x"], data["y"], TEST_X)
     np.testing.assert_allclose(mean, exact_mean, atol=1e-5)
     np.testing.assert_allclose(var, exact_var, atol=1e-5)
     k = model.kernel(data["x"], data["x"], np) + model.noise_variance * np.eye(40)
     exact_evidence = multivariate_normal(np.zeros(40), k).logpdf(data["y"])
-    assert dtc_log_evidence(model, data["x"], data["x"], data["y"]) == pytest.approx(exact_evidence, abs=1e-4)
-    assert titsias_elbo(model, data["x"], data["x"], data["y"]) == pytest.approx(exact_evidence, abs=1e-4)
+    assert dtc_log_evidence(model, data["x"], data["x"], data["y"]) == pytest.approx(exact_evidence, abs=1e-6)
+    assert titsias_elbo(model, data["x"], data["x"], data["y"]) == pytest.approx(exact_evidence, abs=1e-6)
 
 
 def test_dtc_evidence_and_titsias_bound_for_fewer_inducing_inputs():
@@ -88,13 +90,13 @@ def test_hensman_bound_peaks_at_titsias_q():
 
 
 def _two_component_posterior(model):
-    key = jax.random.key(0)
-    z = model.sample_inducing(key, 2)
-    chol_k = jax.vmap(lambda zz: whitening(model, zz))(z)
-    loc = jax.random.normal(jax.random.key(1), (2, model.num_inducing))
-    scale = 0.3 * jnp.tril(jax.random.normal(jax.random.key(2), (2, model.num_inducing, model.num_inducing)))
-    return SparseGPPosterior(z, chol_k, jnp.log(jnp.asarray([0.3, 0.7])), loc, scale,
-                             jnp.asarray(model.lengthscale), jnp.asarray(model.variance))
+    rng = np.random.default_rng(0)
+    z = rng.uniform(-0.5, 0.5, (2, model.num_inducing, 1))
+    chol_k = np.linalg.cholesky(np.stack([model.kmm(zz, np) for zz in z]))
+    loc = rng.standard_normal((2, model.num_inducing))
+    scale = 0.3 * np.tril(rng.standard_normal((2, model.num_inducing, model.num_inducing)))
+    return SparseGPPosterior(*map(jnp.asarray, (z, chol_k, np.log([0.3, 0.7]), loc, scale, model.lengthscale,
+                                                model.variance)))
 
 
 def test_mixture_predictive_moments():
@@ -112,7 +114,7 @@ def test_mixture_predictive_moments():
     w = np.array([0.3, 0.7])
     mean = w @ np.array(means)
     var = w @ (np.array(variances) + np.array(means) ** 2) - mean**2
-    got_mean, got_var = post.predict(jnp.asarray(TEST_X))
+    got_mean, got_var = jax.jit(lambda p: p.predict(jnp.asarray(TEST_X)))(post)
     np.testing.assert_allclose(np.asarray(got_mean), mean, atol=1e-9)
     np.testing.assert_allclose(np.asarray(got_var), var, atol=1e-9)
 
@@ -123,11 +125,12 @@ def test_mixture_mean_and_covariance_match_draws():
     standard error of a product moment, estimated from the draws)."""
     model, _ = problem(num_inducing=3)
     post = _two_component_posterior(model)
-    draws = np.asarray(post.sample(jax.random.key(5), 20_000))
+    draws = np.asarray(jax.jit(lambda p: p.sample(jax.random.key(5), 20_000))(post))
     assert draws.shape == (20_000, 3 * 2)
     se = draws.std(0) / np.sqrt(len(draws))
-    assert np.all(np.abs(draws.mean(0) - np.asarray(post.mean())) < 5 * se + 1e-12)
+    mean, cov = jax.jit(lambda p: (p.mean(), p.cov()))(post)
+    assert np.all(np.abs(draws.mean(0) - np.asarray(mean)) < 5 * se + 1e-12)
     centred = draws - draws.mean(0)
     products = centred[:, :, None] * centred[:, None, :]
     cov_se = products.std(0) / np.sqrt(len(draws))
-    assert np.all(np.abs(products.mean(0) - np.asarray(post.cov())) < 5 * cov_se + 1e-9)
+    assert np.all(np.abs(products.mean(0) - np.asarray(cov)) < 5 * cov_se + 1e-9)

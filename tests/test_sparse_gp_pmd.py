@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 from pmd import ConfigError, run
 from pmd.structured.sparse_gp import StructuredPMDGP
 
-from sparse_gp_helpers import TEST_X, problem, x64  # noqa: F401  (x64: autouse fixture)
+from sparse_gp_helpers import TEST_X, predict, problem, x64  # noqa: F401  (x64: autouse fixture)
 from pmd.models.sparse_gp import dtc_log_evidence, titsias_predict
 
 
@@ -20,7 +20,7 @@ def _check_against_truth(model, data, post):
     """Each particle's predictive is Titsias' for its Z and the weights are the normalised DTC
     evidence. Float64 round-off only: 1e-7 on the predictive (values O(1)); 1e-6 on log-weights
     computed from log evidences of magnitude ~10³."""
-    means, variances = post.component_predict(jnp.asarray(TEST_X))
+    means, variances = predict(post, components=True)
     evidence = []
     for j, z in enumerate(np.asarray(post.inducing)):
         mean, var = titsias_predict(model, z, data["x"], data["y"], TEST_X)
@@ -66,7 +66,7 @@ def test_paper_step_size_approaches_the_truth():
         evidence = np.array([dtc_log_evidence(model, zz, data["x"], data["y"]) for zz in z])
         w = np.exp(evidence - logsumexp(evidence))
         truth = w @ np.array([titsias_predict(model, zz, data["x"], data["y"], TEST_X)[0] for zz in z])
-        errors.append(np.sqrt(np.mean((np.asarray(post.predict(jnp.asarray(TEST_X))[0]) - truth) ** 2)))
+        errors.append(np.sqrt(np.mean((predict(post)[0] - truth) ** 2)))
     assert errors[1] < errors[0] and errors[1] < 0.1
 
 
@@ -79,7 +79,8 @@ def test_bad_configuration_names_the_field():
     with pytest.raises(ConfigError, match="SparseGP"):
         StructuredPMDGP("not a model", 256)
     method = StructuredPMDGP(model, 256, num_particles=2)
+    state = jax.jit(method.init)(jax.random.key(0))
     with pytest.raises(ConfigError, match="'x' and 'y'"):
-        method.step(jax.random.key(0), method.init(jax.random.key(0)), {"x": jnp.zeros((4, 1))})
+        method.step(jax.random.key(0), state, {"x": jnp.zeros((4, 1))})
     with pytest.raises(ConfigError, match=r"\(B, 1\)"):
-        method.step(jax.random.key(0), method.init(jax.random.key(0)), {"x": jnp.zeros((4, 2)), "y": jnp.zeros(4)})
+        method.step(jax.random.key(0), state, {"x": jnp.zeros((4, 2)), "y": jnp.zeros(4)})
