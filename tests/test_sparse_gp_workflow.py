@@ -43,7 +43,7 @@ def workspace(tmp_path_factory):
     config.write_text(yaml.safe_dump(cfg))
     gp1d, standin = root / "gp1d.npz", root / "standin.npz"
     prepare_gp1d(gp1d, num_points=128)
-    out = {name: root / f"{name}.npz" for name in ("truth_gp1d", "truth_msd", "gp1d_pmd", "msd_pmd", "msd_svi")}
+    out = {name: root / f"{name}.npz" for name in ("truth_gp1d", "truth_msd")}
     calls = [
         ["init-store"],
         ["make-data", "sparse_gp", "--out", str(standin)],
@@ -51,9 +51,9 @@ def workspace(tmp_path_factory):
         ["reference", "sparse_gp", "--problem", "msd", "--data", str(standin), "--out", str(out["truth_msd"])],
         *[["run", "sparse_gp", "--problem", p, "--method", m, "--seed", "0", "--data", str(d), "--reference",
            str(out[f"truth_{p}"]), "--out", str(root / "runs" / p / m / "seed0.npz")]
-          for p, m, d in (("gp1d", "pmd", gp1d), ("msd", "pmd", standin), ("msd", "svi", standin))],
+          for p, m, d in (("gp1d", "pmd", gp1d), ("msd", "svi", standin))],
         ["report", "sparse-gp", "--data", str(out["truth_gp1d"]), str(out["truth_msd"]), "--runs",
-         *[str(root / "runs" / p / m / "seed0.npz") for p, m in (("gp1d", "pmd"), ("msd", "pmd"), ("msd", "svi"))],
+         *[str(root / "runs" / p / m / "seed0.npz") for p, m in (("gp1d", "pmd"), ("msd", "svi"))],
          "--out", str(root / "table.md"), "--figure", str(root / "figure2.png")],
         ["report", "figure4", "--data", str(out["truth_gp1d"]), "--runs", str(root / "runs/gp1d/pmd/seed0.npz"),
          "--out", str(root / "figure4.png")],
