@@ -6,8 +6,8 @@ exact GP posterior given them. As a sparse GP it is the one with ``Z = X_s``: wi
 the posterior of ``u`` given ``y_s`` is exact, and the predictive ``k*ᵀK⁻¹m, k** - Q** + k*ᵀK⁻¹SK⁻¹k*``
 is the exact GP's given ``y_s`` (``f*`` and ``y_s`` are independent given ``f(X_s)``). In the
 whitened natural parameters that posterior is one prox step with ``γ = 1`` on the subset at scale 1
-(:func:`subset_solution`); ``tests/test_sparse_gp_baselines.py`` checks it against the float64
-exact GP on the subset.
+(:func:`subset_solution`); ``tests/test_sparse_gp_baselines.py`` checks it against Titsias'
+posterior with ``Z = X_s`` (float64) and the exact GP on the subset (equal up to the jitter).
 
 Run by :func:`pmd.run`, the first step computes the solution and reports ``visited = s``; later
 steps change nothing and visit nothing.

@@ -243,8 +243,8 @@ class SparseGPPosterior:
     """``q(Z, u) = Σ_j α_j δ(Z_j) N(u | L_j loc_j, L_j R_j R_jᵀ L_jᵀ)``: a weighted mixture over
     inducing inputs, each with a Gaussian over its (whitened) inducing values (F.1).
 
-    One component with its own ``Z`` is SVI-GP or SoD; many with one shared ``Z`` and ``R = 0``-like
-    kernels is one-pass SMC; many with their own ``Z`` is structured PMD. The parameter ``θ`` of
+    One component with its own ``Z`` is SVI-GP or SoD; many sharing one ``Z`` (each particle with
+    the Liu-West kernel as ``R``) is one-pass SMC; many with their own ``Z`` is structured PMD. The parameter ``θ`` of
     the :class:`pmd.posterior.Posterior` protocol is ``(vec Z, u)`` of length ``M(d+1)``.
     """
 

@@ -153,7 +153,8 @@ def run_one(section: dict, label: str, seed: int, data_path: str | Path, out: st
     model = build_model(cfg, train)
     num_steps = max(1, math.ceil(settings["num_passes"] * len(train["y"]) / settings["batch_size"]))
     method = methods.build(label, spec, model, train, num_steps)
-    run_params = {"method": label, "seed": seed, "problem": problem, "num_data": len(train["y"]),
+    run_params = {"method": label, "seed": seed, "problem": problem, "data": str(data_path),
+                  "standin": info["standin"], "num_data": len(train["y"]),
                   "lengthscale": model.lengthscale, "noise_variance": model.noise_variance,
                   "num_inducing": model.num_inducing, **settings, **{f"method.{k}": v for k, v in spec.items()}}
     test_x = jnp.asarray(truth["x"])
