@@ -11,7 +11,7 @@ import pytest
 from baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
 from baselines.gp.smc_gp import whitened_regression
 from pmd import ConfigError, run
-from pmd.models.sparse_gp import exact_gp_predict, features, titsias_predict
+from pmd.models.sparse_gp import exact_gp_predict, features, titsias_elbo, titsias_predict
 
 from sparse_gp_helpers import TEST_X, predict, problem, x64  # noqa: F401  (x64: autouse fixture)
 
@@ -124,3 +124,19 @@ def test_gpjax_svgp_is_our_svi_gp():
     for a, b in zip(predict(ours.posterior), predict(theirs.posterior)):
         np.testing.assert_allclose(a, b, atol=1e-8)
     assert np.all(np.isfinite(theirs.info["elbo"]))
+
+
+def test_gpjax_collapsed_sparse_gp_is_our_titsias_posterior():
+    """GPJax's CollapsedVariationalGaussian for the same Z: its collapsed bound is our Titsias bound
+    and its predictive our Titsias predictive (float64 round-off, 1e-9), except that GPJax adds its
+    jitter ε s² to the predictive variance (it predicts k** + ε s² - ...): checked exactly too."""
+    from baselines.peers.gpjax_sgp import gpjax_collapsed
+
+    model, data = problem()
+    z = np.linspace(-0.45, 0.45, model.num_inducing)[:, None]
+    elbo, mean, var = gpjax_collapsed(model, jnp.asarray(z), {k: jnp.asarray(v) for k, v in data.items()},
+                                      jnp.asarray(TEST_X))
+    assert float(elbo) == pytest.approx(titsias_elbo(model, z, data["x"], data["y"]), abs=1e-9)
+    ours_mean, ours_var = titsias_predict(model, z, data["x"], data["y"], TEST_X)
+    np.testing.assert_allclose(np.asarray(mean).ravel(), ours_mean, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(var).ravel() - model.jitter * model.variance, ours_var, atol=1e-9)

@@ -50,6 +50,24 @@ def _negative_elbo(family, data):
     return -gpx.objectives.elbo(family, data)
 
 
+def gpjax_prior_and_likelihood(model, dtype):
+    """GPJax's ``Prior * Gaussian`` for the sparse GP ``model``: RBF kernel, zero mean, its jitter and noise."""
+    kernel = gpx.kernels.RBF(lengthscale=jnp.asarray(model.lengthscale, dtype), variance=jnp.asarray(model.variance, dtype))
+    prior = gpx.gps.Prior(mean_function=gpx.mean_functions.Zero(), kernel=kernel, jitter=model.jitter * model.variance)
+    return prior * gpx.likelihoods.Gaussian(obs_stddev=jnp.asarray(model.noise_variance**0.5, dtype))
+
+
+def gpjax_collapsed(model, inducing: Array, data: dict, test_x: Array) -> tuple[Array, Array, Array]:
+    """GPJax's collapsed sparse GP (Titsias 2009: ``CollapsedVariationalGaussian``) for fixed ``Z``:
+    ``(collapsed ELBO, predictive mean, predictive variance at test_x)``, to set beside
+    :func:`pmd.models.sparse_gp.titsias_elbo` and :func:`~pmd.models.sparse_gp.titsias_predict`."""
+    family = gpx.variational_families.CollapsedVariationalGaussian(
+        model=gpjax_prior_and_likelihood(model, inducing.dtype), inducing_inputs=inducing)
+    dataset = gpx.Dataset(X=data["x"], y=data["y"][:, None])
+    predictive = family.predict(test_x, dataset)
+    return gpx.objectives.collapsed_elbo(family, dataset), predictive.mean, predictive.variance
+
+
 class GPJaxSVGP:
     """GPJax SVGP with natural-gradient steps (module docstring).
 
@@ -77,12 +95,8 @@ class GPJaxSVGP:
 
     def family(self, inducing: Array):
         """GPJax's whitened variational family at inducing inputs ``(M, d)``, ``q(v) = N(0, I)``."""
-        m = self.model
-        kernel = gpx.kernels.RBF(lengthscale=jnp.asarray(m.lengthscale, inducing.dtype),
-                                 variance=jnp.asarray(m.variance, inducing.dtype))
-        prior = gpx.gps.Prior(mean_function=gpx.mean_functions.Zero(), kernel=kernel, jitter=m.jitter * m.variance)
-        likelihood = gpx.likelihoods.Gaussian(obs_stddev=jnp.asarray(m.noise_variance**0.5, inducing.dtype))
-        return gpx.variational_families.WhitenedVariationalGaussian(model=prior * likelihood, inducing_inputs=inducing)
+        return gpx.variational_families.WhitenedVariationalGaussian(
+            model=gpjax_prior_and_likelihood(self.model, inducing.dtype), inducing_inputs=inducing)
 
     def init(self, key: Array) -> GPJaxSVGPState:
         variational, hyper = partition_variational(self.family(random_rows(key, self.data, self.model.num_inducing)["x"]))
