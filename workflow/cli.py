@@ -20,6 +20,15 @@ The Snakemake rules call these verbs; they work the same by hand::
     pmd-bench run lda --method pmd --seed 0 --data results/data/lda-synth --out results/lda/runs/pmd/seed0.npz
     pmd-bench report lda --data results/data/lda-synth --runs results/lda/runs/*/seed*.npz \
         --out results/figures/table_lda.md --figure results/figures/figure2_lda.png
+    pmd-bench make-data sparse_gp --out results/data/msd-standin.npz
+    pmd-bench reference sparse_gp --problem gp1d --data results/data/gp1d-synth.npz \
+        --out results/sparse_gp/gp1d/truth.npz
+    pmd-bench run sparse_gp --problem gp1d --method pmd --seed 0 --data results/data/gp1d-synth.npz \
+        --reference results/sparse_gp/gp1d/truth.npz --out results/sparse_gp/gp1d/runs/pmd/seed0.npz
+    pmd-bench report sparse-gp --data results/sparse_gp/*/truth.npz --runs results/sparse_gp/*/runs/*/seed*.npz \
+        --out results/figures/table_sparse_gp.md --figure results/figures/figure2_sparse_gp.png
+    pmd-bench report figure4 --data results/sparse_gp/gp1d/truth.npz \
+        --runs results/sparse_gp/gp1d/runs/pmd/seed*.npz --out results/figures/figure4.png
 """
 
 from __future__ import annotations
