@@ -14,6 +14,8 @@ precision per particle per step). ``x_cholesky`` is a method's step time over th
 ``x_cholesky_per_particle`` divides further by the method's particle count (16 for PMD, 1 for the
 single-Gaussian methods; SMC's particles share one ``Z``, so it factors nothing per particle).
 ``svi_over_gpjax`` is our SVI-GP's step time over GPJax's, same run, same ``Z`` draw and steps.
+Every ratio is the median over ``--rounds`` interleaved rounds (each round times the reference,
+then every method), so a busy machine's slow minutes hit numerator and denominator alike.
 
 Memory: the process's peak resident set (``ru_maxrss``) after all of it, and the bytes of PMD's
 state at these settings (``16 × 2 × M² + ...`` float64 numbers).
@@ -81,23 +83,32 @@ def main() -> None:
     parser.add_argument("--inducing", type=int, default=256)
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     train = {"x": rng.standard_normal((args.rows, args.dim)), "y": 0.1 * rng.standard_normal(args.rows)}
     model = SparseGP.from_data(train["x"], noise_variance=0.01, num_inducing=args.inducing, jitter=1e-6)
     out = {"backend": jax.default_backend(), "cpus": os.cpu_count(), "dtype": "float64", "rows": args.rows,
-           "dim": args.dim, "inducing": args.inducing, "batch": args.batch, "steps_timed": args.steps, "methods": {}}
-    reference = timed_scan(CholeskyOnly(model, train), train, args.steps, args.batch)
-    out["cholesky_ms"] = 1e3 * reference
-    for label, (name, spec) in SPECS.items():
-        cls = methods.METHODS[name]
-        extra = {} if name == "pmd_gp" else {"data": train}
-        method = cls(model, data_size=args.rows, **spec, **extra)
-        per_step = solve_seconds(method) if label == "sod" else timed_scan(method, train, args.steps, args.batch)
-        out["methods"][label] = {"ms_per_step": 1e3 * per_step, "x_cholesky": per_step / reference,
-                                 "x_cholesky_per_particle": per_step / (reference * PARTICLES[label])}
-        print(json.dumps({label: out["methods"][label]}), flush=True)
-    out["svi_over_gpjax"] = out["methods"]["svi"]["ms_per_step"] / out["methods"]["gpjax_svgp"]["ms_per_step"]
+           "dim": args.dim, "inducing": args.inducing, "batch": args.batch, "steps_timed": args.steps,
+           "rounds": args.rounds, "methods": {}}
+    built = {label: methods.METHODS[name](model, data_size=args.rows, **spec,
+                                          **({} if name == "pmd_gp" else {"data": train}))
+             for label, (name, spec) in SPECS.items()}
+    reference = CholeskyOnly(model, train)
+    times: dict[str, list[float]] = {label: [] for label in ["cholesky", *built]}
+    for _ in range(args.rounds):  # each round times the reference and then every method
+        times["cholesky"].append(timed_scan(reference, train, args.steps, args.batch))
+        for label, method in built.items():
+            times[label].append(solve_seconds(method) if label == "sod"
+                                else timed_scan(method, train, args.steps, args.batch))
+    chol = np.asarray(times["cholesky"])
+    out["cholesky_ms"] = {"median": 1e3 * float(np.median(chol)), "min": 1e3 * float(chol.min())}
+    for label in built:
+        t = np.asarray(times[label])
+        out["methods"][label] = {"ms_per_step": 1e3 * float(np.median(t)), "ms_min": 1e3 * float(t.min()),
+                                 "x_cholesky": float(np.median(t / chol)),
+                                 "x_cholesky_per_particle": float(np.median(t / chol)) / PARTICLES[label]}
+    out["svi_over_gpjax"] = float(np.median(np.asarray(times["svi"]) / np.asarray(times["gpjax_svgp"])))
     m = args.inducing
     out["pmd_state_mib"] = 16 * (3 * m * m + 2 * m * args.dim + m + 2) * 8 / 2**20  # L, Λ, R + Z, h, ...
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
