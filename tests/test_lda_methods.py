@@ -6,9 +6,10 @@ same eq.-19 estimator, about 2.17; a uniform guess scores log 60 = 4.09):
 * a merged-topic local optimum, which every method reaches from some starts, costs about 0.2 nats
   of log-perplexity and leaves a true topic at Hellinger distance ≥ 0.9 from every estimate;
   good optima reached 0.004-0.02 nats above ``T`` and a matched mean Hellinger ≤ 0.12 in trial runs
-  of PMD, SVI and SGRLD (three seeds each). So the stochastic methods must come within 0.05 nats of
-  ``T`` with a mean matched Hellinger below 0.2, the best of three restarts picked by held-out
-  perplexity (not by the truth);
+  of PMD, SVI and SGRLD (three seeds each). So PMD and SGRLD must come within 0.05 nats of ``T``
+  with a mean matched Hellinger below 0.2, the best of three restarts picked by held-out
+  perplexity (not by the truth). Online VB is checked step for step against scikit-learn instead
+  (tests/test_lda_model.py);
 * SMC reads each document once. With 2 particles, batches of 30 and 100 documents rejuvenated
   per step a trial run scored 2.33 (without rejuvenation 2.72); the best one-topic model (the
   corpus's word frequencies) scores 3.00. SMC must beat that unigram model by 0.3 nats and
@@ -30,14 +31,13 @@ from pmd.structured import StructuredPMDLDA
 GAP, HELLINGER = 0.05, 0.2
 
 
-@pytest.mark.parametrize("name", ["pmd", "pmd_m3", "svi", "sgrld"])
+@pytest.mark.parametrize("name", ["pmd", "pmd_m3", "sgrld"])
 def test_stochastic_methods_recover_the_topics(name):
     c = small_corpus()
     d = c.counts.shape[0]
     method = {
         "pmd": lambda: StructuredPMDLDA(c.model, d, 1, step_size={"eta": 1.0, "n0": 1.0, "kappa": 0.7}),
         "pmd_m3": lambda: StructuredPMDLDA(c.model, d, 3, step_size={"eta": 1.0, "n0": 1.0, "kappa": 0.7}),
-        "svi": lambda: OnlineVB(c.model, d),
         "sgrld": lambda: SGRLD(c.model, d, 3, step_size={"eta": 1.0, "n0": 10.0, "kappa": 0.55}),
     }[name]()
     states = fit_restarts(method, c.train, seeds=3, batch_size=20, passes=5)
