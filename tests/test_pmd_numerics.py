@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pmd import PMD
+from pmd import PMD, run
 from pmd.models.conjugate import ConjugateGaussian
 
 N = 10**6
@@ -68,3 +68,29 @@ def test_kde_density_does_not_depend_on_where_the_cloud_sits(offset):
     # measured: 1e-4 / 7e-4 / 2.2e-3 nats (float32 rounds the shifted inputs by offset × 6e-8);
     # without the centring 0.07 / 5.8 / 26
     np.testing.assert_allclose(far, at_origin, atol=5e-3)
+
+
+@pytest.mark.parametrize("variant", ["robust", "paper"])
+def test_particles_of_zero_likelihood_get_zero_weight(variant):
+    """A likelihood that is zero on half the prior (``-inf`` for θ ≤ 0, as posteriordb's ARMA
+    overflows to in float32): those particles end with zero weight and nothing is NaN (before the
+    fix, ``0 · (-inf)`` in the robust variant's step-size search made every weight NaN; the paper
+    variant's hybrid passed without it and is checked so that it stays that way)."""
+    from pmd import Model
+    from pmd.model import gaussian_log_density
+
+    model = Model(
+        dim=1,
+        log_prior=lambda th: gaussian_log_density(th, 0.0, 1.0),
+        log_likelihood=lambda th, x: jnp.where(th[0] > 0, gaussian_log_density(x, th, 1.0), -jnp.inf),
+        sample_prior=lambda key, n: jax.random.normal(key, (n, 1)),
+        name="half-support",
+    )
+    x = np.full((40, 1), 0.5, np.float32)
+    algo = PMD(model, data_size=40, num_particles=400, variant=variant)
+    result = run(algo, x, jax.random.key(0), batch_size=10, num_passes=1)
+    positions, log_w = result.posterior.weighted_samples()
+    positions, log_w = np.asarray(positions)[:, 0], np.asarray(log_w)
+    assert not np.isnan(log_w).any()
+    assert np.all(np.isneginf(log_w[positions <= 0]))
+    assert np.isfinite(log_w[positions > 0]).any()
