@@ -44,14 +44,14 @@ import yaml
 import blackjax
 from datasets.atomic import atomic_path
 from datasets.settings import resolve_settings
-from pmd import ParticlePosterior, run
+from pmd import ParticlePosterior
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.models.posteriordb import load_problem, reference_draws
 from pmd.rejuvenation import full_log_likelihood
 from pmd.sample_metrics import SampleReference
 from workflow import methods
 from workflow.experiments.logistic import load_data
-from workflow.experiments.posteriordb import Scorer, budget
+from workflow.experiments.posteriordb import Scorer, budget, run_budgeted
 from workflow.results import load_npz, save_json
 
 
@@ -89,9 +89,8 @@ def time_method(label, spec, section, problem, reference, args):
     eval_every = max(batch, settings["steps_per_pass"] * batch // args.evals_per_pass)
     try:
         method = methods.build(label, spec, problem.model, problem.data, settings["num_steps"])
-        result = run(method, problem.data, jax.random.key(args.seed), batch_size=batch,
-                     num_passes=(settings["num_steps"] - 0.5) * batch / num_data, eval_every=eval_every,
-                     evaluate=Scorer(problem, reference, section["eval_samples"]))
+        result = run_budgeted(method, problem.data, settings, jax.random.key(args.seed),
+                              Scorer(problem, reference, section["eval_samples"]), eval_every=eval_every)
     except Exception as err:  # noqa: BLE001 (a failure is a result)
         return {"error": f"{type(err).__name__}: {err}"}
     return {"wall_time": result.curves["wall_time"].tolist(), "visited": result.visited.tolist(),

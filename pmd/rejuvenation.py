@@ -70,11 +70,13 @@ class MALAMoves:
         k_resample, k_moves = jax.random.split(key)
         chol = stable_cholesky(weighted_cov(positions, log_weights), self.jitter)
         x = positions[stratified_draw(k_resample, log_weights, m)]
-        value_and_grad = jax.value_and_grad(lambda th: jnp.sum(log_target(th)))
+        def summed(th):
+            values = log_target(th)
+            return jnp.sum(values), values
 
-        def evaluate(th):
-            _, grad = value_and_grad(th)
-            return log_target(th), grad
+        def evaluate(th):  # per-particle log π and its gradient, in one pass
+            (_, values), grad = jax.value_and_grad(summed, has_aux=True)(th)
+            return values, grad
 
         def log_proposal(to, frm, grad_frm, eps):  # log q(to | frm) up to a constant
             drift = frm + 0.5 * eps**2 * (grad_frm @ chol) @ chol.T

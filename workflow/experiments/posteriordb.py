@@ -69,6 +69,16 @@ def budget(section: dict, label: str, spec: dict, num_data: int) -> tuple[dict, 
                   "budget_points": num_steps * batch, "budget_passes": num_steps * batch / num_data}
 
 
+def run_budgeted(method, data, settings: dict, key, evaluate, logger=None, eval_every: int | None = None) -> RunResult:
+    """:func:`pmd.run` for exactly ``settings["num_steps"]`` steps of ``settings["batch_size"]``
+    (the budget of :func:`budget`), evaluating every ``eval_every`` points (default the settings')."""
+    num_data = int(jax.tree_util.tree_leaves(data)[0].shape[0])
+    # half a step short of num_steps: the runner's ⌈passes·N/B⌉ is then num_steps exactly
+    return run(method, data, key, batch_size=settings["batch_size"],
+               num_passes=(settings["num_steps"] - 0.5) * settings["batch_size"] / num_data,
+               eval_every=eval_every or settings["eval_every"], evaluate=evaluate, logger=logger)
+
+
 def constrained_samples(problem: PosteriordbProblem, posterior, key, num_samples: int) -> tuple[Any, Any, str | None]:
     """The posterior's weighted samples on the reference draws' scale: ``(samples, log_weights, failure)``.
 
@@ -142,10 +152,7 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
     tags = {"experiment": EXPERIMENT, "posterior": posterior}
     with tracked_run(uri, experiment, f"{label}-{posterior}-seed{seed}", run_params, tags) as logger:
         try:
-            # half a step short of num_steps: the runner's ⌈passes·N/B⌉ is then num_steps exactly
-            result = run(method, problem.data, jax.random.key(seed), batch_size=settings["batch_size"],
-                         num_passes=(settings["num_steps"] - 0.5) * settings["batch_size"] / num_data,
-                         eval_every=settings["eval_every"], evaluate=evaluate, logger=logger)
+            result = run_budgeted(method, problem.data, settings, jax.random.key(seed), evaluate, logger)
             error = evaluate.failure
         except Exception as err:  # noqa: BLE001 (a method's failure is a result: the table shows it)
             result, error = None, f"{type(err).__name__}: {err}"
