@@ -3,15 +3,18 @@
 Every method has :class:`pmd.PMD`'s interface — ``Method(model, data_size=N, num_particles=m,
 **hyperparameters)``, ``init``, a pure jitted ``step`` and ``posterior`` — so :func:`pmd.run`, the
 metrics and the reports treat them alike. ``METHODS`` maps the workflow's method names to classes.
-:mod:`baselines.peers` adds the SMC and SVI a user would take from BlackJAX and NumPyro instead.
+
+Grouped by family, as BlackJAX does: :mod:`.sgmcmc` (SGLD), :mod:`.smc` (one-pass SMC), :mod:`.vi`
+(SVI, NPV, Jaakkola-Jordan SVI), :mod:`.gibbs` (mixture and Pólya-Gamma Gibbs); the methods that
+run on one model only are grouped by that model, :mod:`.gp` (sparse GPs) and :mod:`.lda`;
+:mod:`.peers` adds the SMC and SVI a user would take from BlackJAX and NumPyro instead.
 """
 
 from .gibbs import GibbsState, MixtureGibbs
-from .npv import NPV, MixturePosterior, NPVState, StochasticNPV, second_order_elbo
 from .peers import DataTemperedSMC, NumPyroSVI, TemperedSMC
-from .sgld import SGLD, ParallelSGLD, ParallelSGLDState, SGLDState, langevin_update
+from .sgmcmc import SGLD, ParallelSGLD, ParallelSGLDState, SGLDState, langevin_update
 from .smc import OnePassSMC, SMCState
-from .svi import SVI, SVIState
+from .vi import NPV, NPVState, StochasticNPV, SVI, SVIState, second_order_elbo
 
 METHODS = {
     "sgld": SGLD,
@@ -42,7 +45,6 @@ __all__ = [
     "NPV",
     "StochasticNPV",
     "NPVState",
-    "MixturePosterior",
     "second_order_elbo",
     "TemperedSMC",
     "DataTemperedSMC",

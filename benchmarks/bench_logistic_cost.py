@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from baselines.logistic_gibbs import PolyaGammaGibbs
+from baselines.gibbs.polya_gamma import PolyaGammaGibbs
 from pmd.models.logistic import BayesianLogisticRegression, labelled
 from workflow import methods
 

@@ -24,7 +24,7 @@ keeps its own shape. ``h_c²`` is the normal-reference (Silverman) factor
 the pooled within-cluster covariance ``Σ_pool = Σ_c W_c Σ_c``:
 ``Σ̂_c = (n_c Σ_c + ν Σ_pool) / (n_c + ν)`` with ``ν = d + 2`` (the posterior mean under an
 inverse-Wishart prior centred on ``Σ_pool``), so its covariance is defined even when ``n_c ≤ d``.
-With ``K = 1`` this is Liu and West's kernel, the one one-pass SMC uses (``baselines/smc.py``).
+With ``K = 1`` this is Liu and West's kernel, the one one-pass SMC uses (``baselines/smc/one_pass.py``).
 """
 
 from __future__ import annotations

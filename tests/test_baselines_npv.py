@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import pmd
-from baselines import NPV, MixturePosterior, StochasticNPV
+from baselines import NPV, StochasticNPV
+from pmd.posterior import MixturePosterior
 from baselines_helpers import Conjugate
 
 ROUNDING = 1e-5  # relative float32 error of the objective's gradient, in units of the posterior sd / variance

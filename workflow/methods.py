@@ -11,8 +11,8 @@ import baselines
 import baselines.lda
 import pmd
 from baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
-from baselines.jj_svi import JaakkolaJordanSVI
-from baselines.logistic_gibbs import PolyaGammaGibbs
+from baselines.gibbs import PolyaGammaGibbs
+from baselines.vi import JaakkolaJordanSVI
 from baselines.peers.gpjax_sgp import GPJaxSVGP
 from pmd import ConfigError, InferenceMethod, Model
 from pmd.structured.lda import StructuredPMDLDA

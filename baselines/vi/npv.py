@@ -43,7 +43,7 @@ from pmd.interface import require_positive_int
 from pmd.kde import pairwise_sq_distances
 from pmd.posterior import MixturePosterior
 
-from ._common import minibatch_log_joint, require_common, require_full_data, stochastic_optimizer
+from .._common import minibatch_log_joint, require_common, require_full_data, stochastic_optimizer
 
 Array = jax.Array
 

@@ -39,7 +39,7 @@ from pmd.interface import ConfigError, require_fraction
 from pmd.posterior import KDEPosterior
 from pmd.weights import categorical_draw, effective_sample_size, normalize
 
-from ._common import require_common
+from .._common import require_common
 
 Array = jax.Array
 

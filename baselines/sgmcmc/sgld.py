@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from pmd.posterior import ParticlePosterior
 
-from ._common import RetainedChain, SampleBuffer, minibatch_log_joint, polynomial_decay, require_burn_in, require_common
+from .._common import RetainedChain, SampleBuffer, minibatch_log_joint, polynomial_decay, require_burn_in, require_common
 
 Array = jax.Array
 

@@ -51,7 +51,7 @@ from pmd.models.logistic import BayesianLogisticRegression, features_and_labels
 from pmd.posterior import GaussianPosterior
 from pmd.schedules import step_size as make_step_size
 
-from ._common import require_common
+from .._common import require_common
 
 Array = jax.Array
 H2_STEP_SIZE = {"kind": "sqrt", "eta": 1.0, "offset": 100.0}

@@ -36,7 +36,7 @@ from pmd.bandwidth import weighted_cov
 from pmd.interface import ConfigError
 from pmd.posterior import GaussianPosterior
 
-from ._common import minibatch_log_joint, require_common, stochastic_optimizer
+from .._common import minibatch_log_joint, require_common, stochastic_optimizer
 
 Array = jax.Array
 FAMILIES = ("meanfield", "fullrank")

@@ -49,7 +49,7 @@ from pmd.model import ModelError
 from pmd.models.logistic import BayesianLogisticRegression, features_and_labels
 from pmd.posterior import ParticlePosterior
 
-from ._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
+from .._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 

@@ -32,7 +32,7 @@ from pmd.interface import ConfigError
 from pmd.models.mixture import WellingTehMixture
 from pmd.posterior import ParticlePosterior
 
-from ._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
+from .._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 
