@@ -40,8 +40,8 @@ Two variants share that update (``variant``):
   redraw, and no kernel as wide as the distance between two modes.
 * The posterior is the weighted particles (eq. 4).
 * Optional, off by default: ``rejuvenate={"kind": "mala", "steps": k}`` with ``data=`` the data
-  set moves the particles by ``k`` MALA steps at the end of every pass, where the iterate is the
-  posterior itself (:mod:`pmd.rejuvenation`; each move reads all ``N`` points, reported in
+  set moves the particles by ``k`` MALA steps at the end of every pass (or, with ``"at":
+  "doubling"``, of passes 1, 2, 4, ...), where the iterate is the posterior itself (:mod:`pmd.rejuvenation`; each move reads all ``N`` points, reported in
   ``info["visited"]``).
 
 ``"paper"`` — Algorithm 1 as published, kept for the reproduction of the paper's figures:
@@ -133,7 +133,8 @@ class PMD:
             the particles (default 0.5; 0 never redraws after the paper variant's KDE steps).
         max_substeps: robust variant: the most sub-steps (each possibly with a redraw) one step takes.
         rejuvenate: robust variant: None (default) or ``{"kind": "mala", "steps": k}``: MALA moves
-            on the full-data posterior at the end of every pass (:mod:`pmd.rejuvenation`).
+            on the full-data posterior at the end of every pass, or of passes 1, 2, 4, ... with
+            ``"at": "doubling"`` (:mod:`pmd.rejuvenation`).
         data: the data set, needed by ``rejuvenate`` only (the runner's batches are rows of it).
     """
 
@@ -314,7 +315,7 @@ class PMD:
         moved, acceptance = jnp.asarray(False), jnp.asarray(jnp.nan, dtype)
         if self.moves is not None:  # at the end of a pass the iterate is the posterior (pmd.rejuvenation)
             before = jnp.where(streaming, state.seen, state.clock * size) / n
-            moved = jnp.floor(clock * size / n + 1e-6) > jnp.floor(before + 1e-6)
+            moved = self.moves.due(before, clock * size / n)
 
             def rejuvenate():
                 k_move, k_kernel = jax.random.split(jax.random.fold_in(key, self.max_substeps))

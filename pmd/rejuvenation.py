@@ -19,6 +19,12 @@ covariance is the preconditioner, acceptance 0.574) and after every move is scal
 ``exp(acceptance - 0.574)`` (the particles' mean acceptance). Each move reads all ``N`` data points
 (``log π`` and its gradient at the proposals), which the runner counts as data visited.
 
+When: ``at="every_pass"`` (default) moves at the end of every pass; ``at="doubling"`` only at the
+end of passes 1, 2, 4, 8, ... (``O(log passes)`` rounds). The second is for budgets of many short
+passes — a posterior that is one datum (a time series) ends a pass at every step, and moving at
+every step would cost ``(k + 1)`` full-data evaluations per step — while the cloud is still
+refined by moves at the end of the run's later passes. Both move only where the iterate is ``π``.
+
 After the moves the particles are equally weighted draws of ``π``; their base ratio
 ``log p - log π`` is ``-Σ_n log p(x_n|θ)`` up to a constant, which cancels in normalised weights.
 """
@@ -46,22 +52,37 @@ class MALAMoves:
     steps: int = 10
     chunk: int = 4096  # data rows per block of the full-data log-likelihood (memory: m × chunk)
     jitter: float = 1e-6
+    at: str = "every_pass"  # or "doubling": at the end of passes 1, 2, 4, 8, ...
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> "MALAMoves":
-        """``{"kind": "mala", "steps": k, "chunk": c}``; raises ``ValueError`` naming a bad field."""
+        """``{"kind": "mala", "steps": k, "chunk": c, "at": a}``; raises ``ValueError`` naming a bad field."""
         if not isinstance(spec, Mapping) or spec.get("kind") != "mala":
             raise ValueError(f"rejuvenate must be {{'kind': 'mala', 'steps': k}}, got {spec!r}")
         args = {k: v for k, v in spec.items() if k != "kind"}
-        unknown = sorted(set(args) - {"steps", "chunk", "jitter"})
+        unknown = sorted(set(args) - {"steps", "chunk", "jitter", "at"})
         if unknown:
-            raise ValueError(f"rejuvenate: unknown fields {unknown}; known: steps, chunk, jitter")
+            raise ValueError(f"rejuvenate: unknown fields {unknown}; known: steps, chunk, jitter, at")
         moves = cls(**args)
+        if moves.at not in ("every_pass", "doubling"):
+            raise ValueError(f"rejuvenate: at must be 'every_pass' or 'doubling', got {moves.at!r}")
         for name in ("steps", "chunk"):
             value = getattr(moves, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"rejuvenate: {name} must be a positive integer, got {value!r}")
         return moves
+
+    def due(self, passes_before: Array, passes_after: Array) -> Array:
+        """Whether a step that took the pass count from ``passes_before`` to ``passes_after`` (real
+        numbers: points visited / N) ends a pass at which this schedule moves."""
+        done_before, done_after = jnp.floor(passes_before + 1e-6), jnp.floor(passes_after + 1e-6)
+        if self.at == "every_pass":
+            return done_after > done_before
+
+        def level(done):  # -1 before the first pass ends, then floor(log2(passes done))
+            return jnp.where(done >= 1, jnp.floor(jnp.log2(jnp.maximum(done, 1.0)) + 1e-6), -1.0)
+
+        return level(done_after) > level(done_before)
 
     def __call__(self, key: Array, positions: Array, log_weights: Array,
                  log_target: Callable[[Array], Array]) -> tuple[Array, Array, Array]:
