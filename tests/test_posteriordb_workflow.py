@@ -116,6 +116,8 @@ def test_runs_floor_and_report(workspace):
     text = table.read_text()
     assert "10 steps (1 passes × 10 steps per pass)" in text
     assert f"| {POSTERIOR} (N=434, d=3) |" in text and "| failed [1] |" in text and "[1] 4 of 4" in text
+    within = int(meta["final"]["mean_error_max"] <= 0.5 and meta["final"]["log_std_ratio_max"] <= 0.3)
+    assert f"| **i.i.d. within 0.5 / 0.3** | 1/1 | 0/1 | {within}/1 |" in text  # floor, sgld_diverges, smc
     summary = json.loads(table.with_suffix(".json").read_text())
     cell = summary["posteriors"][POSTERIOR]["methods"]["smc"]
     assert cell["mean_error_max"] == pytest.approx(meta["final"]["mean_error_max"])
