@@ -7,11 +7,13 @@ data_size=N, num_particles=m, **hyperparameters)``, ``init``, a pure jitted ``st
 * :mod:`.blackjax_smc`: BlackJAX's adaptive tempered SMC on the full data
   (:class:`TemperedSMC`) and its data-tempered SMC over partial posteriors
   (:class:`DataTemperedSMC`);
-* :mod:`.numpyro_svi`: NumPyro's SVI with a full-rank Gaussian guide (:class:`NumPyroSVI`).
+* :mod:`.numpyro_svi`: NumPyro's SVI with a full-rank Gaussian guide (:class:`NumPyroSVI`);
+* :mod:`.blackjax_svgd`: BlackJAX's SVGD (:class:`BlackJAXSVGD`), the peer of :class:`baselines.vi.SVGD`.
 """
 
 from .blackjax_smc import DataTemperedSMC, DataTemperingState, TemperedSMC, TemperingState
+from .blackjax_svgd import BlackJAXSVGD
 from .numpyro_svi import NumPyroSVI, NumPyroSVIState
 
 __all__ = ["TemperedSMC", "TemperingState", "DataTemperedSMC", "DataTemperingState", "NumPyroSVI",
-           "NumPyroSVIState"]
+           "NumPyroSVIState", "BlackJAXSVGD"]

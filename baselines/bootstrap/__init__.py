@@ -1,0 +1,5 @@
+"""Bootstrap methods: the posterior bootstrap of nonparametric learning (Fong, Lyddon & Holmes 2019)."""
+
+from .npl import NPLState, PosteriorBootstrap
+
+__all__ = ["PosteriorBootstrap", "NPLState"]
