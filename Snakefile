@@ -23,7 +23,9 @@ include: "workflow/rules/rate.smk"
 include: "workflow/rules/posteriordb.smk"
 include: "workflow/rules/sparse_gp.smk"
 include: "workflow/rules/lda.smk"
+include: "workflow/rules/table1.smk"
 
+include: "workflow/rules/report.smk"
 
 rule all:
     default_target: True

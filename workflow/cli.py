@@ -45,7 +45,7 @@ from . import config as config_mod
 from .experiments import lda, logistic, mixture, posteriordb, rate, sparse_gp
 from .reference import ConvergenceError
 from .results import save_json
-from .tracking import init_store, tracking_uri
+from .tracking import git_commit, init_store, tracking_uri
 
 EXPERIMENTS = {"mixture": mixture, "logistic": logistic, "posteriordb": posteriordb, "sparse_gp": sparse_gp,
                "lda": lda}
@@ -102,7 +102,47 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
     p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
     p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb)")
+
+    p = sub.add_parser("table1", help="measure Table 1 (section 5) on the conjugate model, or render it")
+    p.add_argument("what", choices=["rate", "cost", "black-box", "render"])
+    p.add_argument("--method", help="rate, cost: a method label of the config's table1.rate or table1.cost methods")
+    p.add_argument("--theorem5", help="render: PMD's rate (the JSON of `pmd-bench rate`)")
+    p.add_argument("--rates", nargs="*", default=[], help="render: the other methods' rate JSONs")
+    p.add_argument("--costs", nargs="*", default=[], help="render: the cost JSONs")
+    p.add_argument("--black-box", help="render: the black-box probe's JSON")
+    p.add_argument("--out", required=True, help="a JSON result (rate, cost, black-box) or table1.md (render)")
+
+    p = sub.add_parser("report-html", help="the self-contained HTML report of every experiment's results")
+    p.add_argument("--out", required=True, help="the report's index.html")
+
+    p = sub.add_parser("readme", help="rewrite README.md's generated results sections from result files")
+    p.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
+    p.add_argument("--sources", help="the JSON snapshot of the result files to render from (default: read them)")
     return parser
+
+
+def _table1(cfg: dict, args: argparse.Namespace) -> None:
+    """The ``table1`` verb: one measurement of Table 1 (:mod:`workflow.experiments.table1`,
+    :mod:`workflow.experiments.black_box`) written to ``--out``, or the table rendered."""
+    from .experiments import black_box, table1
+
+    if "table1" not in cfg:
+        raise ValueError("the config has no table1 section")
+    section = cfg["table1"]
+    if args.what == "render":
+        from reports import table1 as table1_report
+
+        if not (args.theorem5 and args.black_box):
+            raise ValueError("table1 render needs --theorem5 (pmd-bench rate's JSON) and --black-box")
+        table1_report.render(args.theorem5, args.rates, args.costs, args.black_box, args.out)
+    elif args.what == "black-box":
+        save_json(args.out, black_box.measure(cfg, section["black_box"]["methods"]))
+    else:
+        part = section[args.what]
+        if args.method not in part["methods"]:
+            raise ValueError(f"table1 {args.what} --method {args.method!r}: not in the config's table1.{args.what}.methods "
+                             f"({', '.join(part['methods'])})")
+        save_json(args.out, (table1.rate if args.what == "rate" else table1.cost)(part, args.method))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,6 +184,18 @@ def main(argv: list[str] | None = None) -> int:
                                                             **extra)
             print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s"
                   + (f"; FAILED: {meta['error']}" if meta.get("status") == "failed" else ""))
+        elif args.verb == "table1":
+            _table1(cfg, args)
+        elif args.verb == "report-html":
+            from reports import html_report
+
+            html_report.build(cfg, args.config, uri, args.out, git_commit())
+            shot = html_report.screenshot(args.out)
+            print(f"screenshot: {shot}" if shot else "no chromium on PATH: no screenshot (apt-get install chromium)")
+        elif args.verb == "readme":
+            from reports import readme
+
+            return readme.main(args.check, args.sources)
         elif args.verb == "reference" and args.experiment == "sparse_gp":
             if not args.problem:
                 raise ValueError("reference sparse_gp needs --problem (a key of sparse_gp.problems)")

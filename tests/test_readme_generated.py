@@ -1,0 +1,35 @@
+"""README.md's results blocks are generated (reports/readme.py): re-rendered from the committed
+snapshot of their result files (docs/readme_sources.json) they must equal what README.md holds,
+so a number typed into a block, or a block left behind by a changed result, fails here."""
+
+import json
+import re
+
+from reports import readme
+
+SOURCES = json.loads(readme.SNAPSHOT.read_text())
+TEXT = readme.README.read_text()
+
+
+def test_readme_blocks_equal_their_result_files():
+    assert readme.blocks(TEXT), "README.md has no generated blocks"
+    assert readme.drifted(TEXT, SOURCES) == []
+
+
+def test_every_block_source_is_in_the_snapshot():
+    assert {m["path"] for m in readme.blocks(TEXT)} == set(SOURCES)
+
+
+def test_a_number_typed_into_a_block_is_caught():
+    block = readme.blocks(TEXT)[0]
+    digit = re.search(r"\d", block["body"])
+    i = block.start("body") + digit.start()
+    edited = TEXT[:i] + str((int(TEXT[i]) + 1) % 10) + TEXT[i + 1:]
+    assert readme.drifted(edited, SOURCES) == [block["name"]]
+
+
+def test_rate_sentence_is_rendered_from_rate_json():
+    text = readme.render_source("results/figures/rate.json", json.dumps(
+        {"particles": [100, 1000], "rmse": [0.1, 0.031], "seeds": 20, "slope": -0.5089, "slope_se_bootstrap": 0.083}))
+    assert text == ("RMS error of `E[θ1]` over 20 seeds for m ∈ {100, 1000}: 0.100, 0.031 — a log-log slope of "
+                    "**-0.51 ± 0.08** (Theorem 5: −½).")
