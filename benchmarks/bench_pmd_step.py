@@ -15,13 +15,13 @@ Goal: each step within 3× its core. Run: ``python benchmarks/bench_pmd_step.py`
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 
 from pmd import PMD, Model
 from pmd.kde import pairwise_sq_distances
+from workflow.experiments.table1 import median_seconds
 
 
 def logistic_model(dim: int) -> Model:
@@ -32,16 +32,6 @@ def logistic_model(dim: int) -> Model:
         log_likelihood=lambda w, d: -jax.nn.softplus(-d["y"] * jnp.dot(w, d["x"])),
         sample_prior=lambda key, n: jax.random.normal(key, (n, dim)),
     )
-
-
-def median_seconds(fn, *args, repeats: int) -> float:
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
 
 
 def main() -> None:

@@ -81,8 +81,8 @@ def markdown_html(md: str) -> str:
 
     def flush():
         if table:
-            rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table
-                    if not re.fullmatch(r"\|?[\s:|-]+\|?", line.strip())]
+            rows = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+                    for line in table if not re.fullmatch(r"\|?[\s:|-]+\|?", line.strip())]
             head, body = rows[0], rows[1:]
             out.append("<table><thead><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
                        + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)

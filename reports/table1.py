@@ -31,9 +31,9 @@ CLAIMS = [
      "computation": "Ω(dm²N + d²N)", "time_exp": (2, 2), "memory": "O(dm)", "memory_exp": (1, 1), "black_box": "No"},
     {"row": "Static SMC", "key": ("smc", False), "provable": "No", "criterion": "—", "rate": None,
      "computation": "Ω(dm)", "time_exp": (1, 1), "memory": "O(dm)", "memory_exp": (1, 1), "black_box": "Yes"},
-    {"row": "SGLD", "key": ("sgld", False), "provable": "Yes", "criterion": "|⟨q − q*, f⟩|", "rate": -1 / 3,
+    {"row": "SGLD", "key": ("sgld", False), "provable": "Yes", "criterion": r"\|⟨q − q*, f⟩\|", "rate": -1 / 3,
      "computation": "Ω(d)", "time_exp": (0, 1), "memory": "O(dm)", "memory_exp": (1, 1), "black_box": "Yes"},
-    {"row": "PMD (particles)", "key": ("pmd", False), "provable": "Yes", "criterion": "|⟨q − q*, f⟩|", "rate": -1 / 2,
+    {"row": "PMD (particles)", "key": ("pmd", False), "provable": "Yes", "criterion": r"\|⟨q − q*, f⟩\|", "rate": -1 / 2,
      "computation": "Ω(dm)", "time_exp": (1, 1), "memory": "O(dm)", "memory_exp": (1, 1), "black_box": "Yes"},
     {"row": "PMD (KDE)", "key": ("pmd", True), "provable": "Yes", "criterion": "KL(q*‖q)", "rate": -1 / 2,
      "computation": "Ω(dm²)", "time_exp": (2, 1), "memory": "O(dm)", "memory_exp": (1, 1), "black_box": "Yes"},
@@ -67,8 +67,8 @@ def assemble(theorem5: str | Path, rates: list, costs: list, black_box: str | Pa
         row = {k: v for k, v in claim.items() if k != "key"} | {"method": method, "kde": kde}
         if claim["key"] in rate_by_key:
             r = rate_by_key[claim["key"]]
-            row["measured_rate"] = {k: r.get(k) for k in ("particles", "rmse", "seeds", "slope", "slope_se_bootstrap",
-                                                           "label")}
+            row["measured_rate"] = {k: r.get(k) for k in ("particles", "rmse", "seeds", "slope", "slope_se",
+                                                           "slope_se_bootstrap", "label")}
         if claim["key"] in cost_by_key:
             c = cost_by_key[claim["key"]]
             row["measured_cost"] = {axis: {k: c[f"by_{axis}"][k] for k in ("time_exponent", "memory_exponent",
@@ -80,15 +80,18 @@ def assemble(theorem5: str | Path, rates: list, costs: list, black_box: str | Pa
     return {"rows": rows, "generic_models": probe["generic_models"], "models": probe["models"]}
 
 
-def _exp(fit: dict | None) -> str:
-    return "—" if fit is None else f"{fit['slope']:+.2f} ± {fit['slope_se']:.2f}"
+def _exp(fit: dict) -> str:
+    if fit.get("points", 3) <= 2:
+        return f"{fit['slope']:+.2f} (2 sizes: no s.e.)"
+    return f"{fit['slope']:+.2f} ± {fit['slope_se']:.2f}"
 
 
 def _rate_cell(row: dict) -> str:
     r = row.get("measured_rate")
     if r is None:
         return "not measured"
-    return (f"**{r['slope']:+.2f} ± {r['slope_se_bootstrap']:.2f}** (m = {r['particles'][0]:,}…{r['particles'][-1]:,}, "
+    se = r["slope_se_bootstrap"] if r.get("slope_se_bootstrap") is not None else r["slope_se"]
+    return (f"**{r['slope']:+.2f} ± {se:.2f}** (m = {r['particles'][0]:,}…{r['particles'][-1]:,}, "
             f"{r['seeds']} seeds; {RATE_NOTE.get(row['method'], '')})")
 
 

@@ -54,5 +54,5 @@ def test_table_puts_each_measurement_beside_its_claim(tmp_path):
     assert rows["SGLD"]["measured_rate"]["slope"] == -0.31 and abs(rows["SGLD"]["rate"] + 1 / 3) < 1e-12
     assert "measured_cost" in rows["PMD (KDE)"] and "measured_cost" not in rows["PMD (particles)"]
     md = table1_report.markdown(table)
-    assert "| SGLD | Yes | |⟨q − q*, f⟩| | O(m^-0.333) | **-0.31 ± 0.05**" in md
+    assert r"| SGLD | Yes | \|⟨q − q*, f⟩\| | O(m^-0.333) | **-0.31 ± 0.05**" in md
     assert "Yes: runs on conjugate (1/1 generic)" in md

@@ -60,13 +60,14 @@ def errors(num_particles: int, seeds: int, *, build: Builder = theorem5_pmd, num
 
 
 def loglog_fit(x, y) -> dict:
-    """Least-squares slope of ``log y`` on ``log x``, its standard error from the residuals, and the intercept."""
+    """Least-squares slope of ``log y`` on ``log x``, its standard error from the residuals (meaningless
+    with two points: ``points`` says how many), and the intercept."""
     logx, logy = np.log(np.asarray(x, np.float64)), np.log(np.asarray(y, np.float64))
     slope, intercept = np.polyfit(logx, logy, 1)
     resid = logy - (slope * logx + intercept)
     dof = max(len(logx) - 2, 1)
     slope_se = float(np.sqrt(np.sum(resid**2) / dof / np.sum((logx - logx.mean()) ** 2)))
-    return {"slope": float(slope), "slope_se": slope_se, "intercept": float(intercept)}
+    return {"slope": float(slope), "slope_se": slope_se, "intercept": float(intercept), "points": len(logx)}
 
 
 def bootstrap_slope_se(particle_counts, errs: list, draws: int = 1000, seed: int = 0) -> float:
