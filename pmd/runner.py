@@ -3,7 +3,8 @@
 It knows nothing about which method it drives (anything with the ``init``/``step``/``posterior``
 interface of :mod:`pmd.interface`) nor where results go (any object with ``log_metrics``). Steps
 between two evaluations run inside one jitted ``lax.scan``, so the Python loop costs one dispatch
-per evaluation, not per step.
+per evaluation, not per step. A progress bar on stderr counts the steps and estimates the time
+left (tqdm; ``TQDM_DISABLE=1`` silences it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Callable, Mapping, Protocol
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tqdm import tqdm
 
 from .interface import ConfigError, InferenceMethod, require_positive_int
 from .posterior import Posterior
@@ -130,6 +132,7 @@ def run(
 
     if eval_every is not None:
         record({})
+    progress = tqdm(total=num_steps, desc=type(method).__name__, unit=" steps", mininterval=1.0)
     while done < num_steps:
         k = min(per_eval, num_steps - done)
         t0 = time.perf_counter()
@@ -140,9 +143,11 @@ def run(
         infos.append(info)
         visited += int(np.sum(info["visited"])) if "visited" in info else k * batch_size
         done += k
+        progress.update(k)
         if eval_every is not None or done == num_steps:
             last = {name: float(np.asarray(v)[-1]) for name, v in info.items() if np.ndim(v) == 1}
             record(last)
+    progress.close()
     info_trace = {name: np.concatenate([np.atleast_1d(i[name]) for i in infos]) for name in infos[0]} if infos else {}
     return RunResult(
         state=state,

@@ -29,6 +29,7 @@ The Snakemake rules call these verbs; they work the same by hand::
         --out results/figures/table_sparse_gp.md --figure results/figures/figure2_sparse_gp.png
     pmd-bench report figure4 --data results/sparse_gp/gp1d/truth.npz \
         --runs results/sparse_gp/gp1d/runs/pmd/seed*.npz --out results/figures/figure4.png
+    pmd-bench --config workflow/config/ci.yaml regress --only mixture/pmd rate
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from datasets.errors import DatasetError
 from datasets.settings import resolve_settings
 
 from . import config as config_mod
+from . import regress as regress_mod
 from .experiments import lda, logistic, mixture, posteriordb, rate, sparse_gp
 from .reference import ConvergenceError
 from .results import save_json
@@ -118,7 +120,37 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("readme", help="rewrite README.md's generated results sections from result files")
     p.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
     p.add_argument("--sources", help="the JSON snapshot of the result files to render from (default: read them)")
+
+    p = sub.add_parser("regress", help="compare a workflow run's metrics with the committed baseline (reruns nothing)")
+    p.add_argument("--results", help="the run's results folder (default: the config's results_dir)")
+    p.add_argument("--baseline", help="the baseline JSON (default: the config's regress.baseline)")
+    p.add_argument("--only", nargs="+", metavar="PREFIX",
+                   help="regress only metrics under these prefixes, e.g. mixture/pmd rate (path segments)")
+    p.add_argument("--all", action="store_true", help="print every value, not only those that moved")
+    p.add_argument("--write-baseline", action="store_true",
+                   help="write the baseline from the results' regress.seeds seeds instead of comparing")
     return parser
+
+
+def _regress(cfg: dict, args: argparse.Namespace) -> int:
+    """The ``regress`` verb: 1 when a metric leaves its band or is missing (:mod:`workflow.regress`)."""
+    if "regress" not in cfg:
+        raise ValueError("the config has no regress section (baseline path and seeds): see workflow/config/ci.yaml")
+    results = args.results or cfg["results_dir"]
+    path = args.baseline or cfg["regress"]["baseline"]
+    if args.write_baseline:
+        baseline = regress_mod.write_baseline(cfg, results, cfg["regress"]["seeds"], path)
+        print(f"wrote {path}: {len(baseline['metrics'])} metrics over {baseline['seeds']} seeds")
+        return 0
+    baseline = regress_mod.load_baseline(path)
+    regress_mod.check_sections(baseline, cfg, path)
+    rows = regress_mod.compare(baseline, regress_mod.observe(cfg, results), regress_mod.skipped(cfg), args.only)
+    print(regress_mod.table(rows, args.all))
+    failed = [r for r in rows if r.status in ("OUT", "MISSING")]
+    if failed:
+        print(f"pmd-bench regress: {len(failed)} values left their band or are missing (baseline {path})",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _table1(cfg: dict, args: argparse.Namespace) -> None:
@@ -184,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                                                             **extra)
             print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s"
                   + (f"; FAILED: {meta['error']}" if meta.get("status") == "failed" else ""))
+        elif args.verb == "regress":
+            return _regress(cfg, args)
         elif args.verb == "table1":
             _table1(cfg, args)
         elif args.verb == "report-html":

@@ -56,9 +56,12 @@ def check_convergence(idata: Any, var_name: str, *, max_rhat: float = 1.01, min_
 
 
 def sample_nuts(model: Any, *, draws: int, tune: int, chains: int, seed: int, target_accept: float = 0.8) -> Any:
-    """NUTS on a PyMC model with NumPyro's sampler, chains one after another (one CPU device)."""
+    """NUTS on a PyMC model with NumPyro's sampler, chains one after another (one CPU device); NumPyro's
+    progress bar (iterations, time left) on stderr unless ``TQDM_DISABLE`` is set."""
+    import os
+
     import pymc as pm
 
     return pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed, nuts_sampler="numpyro",
-                     target_accept=target_accept, progressbar=False, model=model,
+                     target_accept=target_accept, progressbar=not os.environ.get("TQDM_DISABLE"), model=model,
                      nuts_sampler_kwargs={"chain_method": "sequential"})

@@ -3,10 +3,24 @@
 A fresh SQLite store opened by several processes at once corrupts its schema migration (measured
 with mlflow 3.17: 7 of 8 crashed), so :func:`init_store` creates it once — the Snakemake rule
 ``tracking_store`` runs it before any run — and runs only ever open an existing store.
+
+**One parent run per workflow invocation.** Snakemake sets ``PMD_BENCH_WORKFLOW_RUN`` to a fresh
+folder (``{results_dir}/logs/workflow-runs/<time>-<pid>``) for each invocation; every run of an
+experiment then becomes a child (tag ``mlflow.parentRunId``) of that experiment's parent run for
+the invocation, created by the first child (:func:`workflow_parent`, under a file lock in that
+folder: jobs run in parallel). When the workflow ends, :func:`finish_workflow_runs` logs the
+resolved config (as params and ``config.yaml``) and the experiment's rendered figures and tables
+to each parent and closes it. Without the variable (a run by hand) a run has no parent.
+
+**Metric names.** Curves are named by what they measure, the same in every experiment
+(``tv``, ``mean_error``, ``log_perplexity``, ...; ``wall_time`` the stepping time so far), with
+``step`` = data points visited; every run ends with the same summary (:func:`log_summary`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import math
 import os
 import subprocess
@@ -16,9 +30,15 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import mlflow
+from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 
 import pmd
+
+from .results import atomic_path
+
+WORKFLOW_RUN_ENV = "PMD_BENCH_WORKFLOW_RUN"
+SUMMARY = ("step_seconds", "eval_seconds", "total_seconds", "num_steps", "visited")
 
 
 def tracking_uri(config_uri: str | None = None) -> str:
@@ -59,6 +79,7 @@ class MlflowLogger:
 
 
 def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
     out: dict[str, Any] = {}
     for key, value in params.items():
         name = f"{prefix}{key}"
@@ -69,17 +90,81 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _log_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
+    flat = [Param(k, str(v)[:6000]) for k, v in _flatten(params).items()]
+    for i in range(0, len(flat), 100):  # MLflow takes at most 100 params per batch
+        client.log_batch(run_id, params=flat[i:i + 100])
+
+
+def workflow_parent(uri: str, experiment: str, folder: str | Path) -> str:
+    """The id of ``experiment``'s parent run of the workflow invocation whose folder is ``folder``
+    (module docstring); the first caller creates it, the others find it in ``folder/parents.json``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / "parents.json"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        parents = json.loads(record.read_text()) if record.exists() else {}
+        if experiment not in parents:
+            client = MlflowClient(tracking_uri=uri)
+            run = client.create_run(client.get_experiment_by_name(experiment).experiment_id,
+                                    run_name=f"workflow {folder.name}",
+                                    tags={"pmd_bench.role": "workflow", "pmd_bench.invocation": folder.name,
+                                          "pmd_bench.version": pmd.__version__, "git_commit": git_commit()})
+            parents[experiment] = {"run_id": run.info.run_id, "uri": uri}
+            with atomic_path(record) as tmp:
+                tmp.write_text(json.dumps(parents, indent=1))
+    return parents[experiment]["run_id"]
+
+
+def finish_workflow_runs(folder: str | Path, config_path: str | Path, outputs: Mapping[str, list[str]],
+                         status: str = "FINISHED") -> list[str]:
+    """Close the parent runs of one workflow invocation (module docstring): each gets the resolved
+    config (its experiment's section as params, the whole file as ``config.yaml``) and the existing
+    files of ``outputs[<experiment>]`` as artifacts, then ``status``. Returns the runs' ids."""
+    record = Path(folder) / "parents.json"
+    if not record.exists():  # no tracked run in this invocation
+        return []
+    import yaml
+
+    config = yaml.safe_load(Path(config_path).read_text())
+    done = []
+    for experiment, entry in json.loads(record.read_text()).items():
+        client, run_id, section = MlflowClient(tracking_uri=entry["uri"]), entry["run_id"], experiment.split("/")[-1]
+        _log_params(client, run_id, {"config": config.get(section, {})})
+        client.log_artifact(run_id, str(config_path))
+        for path in outputs.get(section, []):
+            if Path(path).exists():
+                client.log_artifact(run_id, path, artifact_path="figures")
+        client.set_terminated(run_id, status=status)
+        done.append(run_id)
+    return done
+
+
+def log_summary(meta: Mapping[str, Any]) -> None:
+    """Log a finished run's cost under the names every experiment shares: ``step_seconds`` (stepping,
+    compilation included), ``eval_seconds``, ``total_seconds``, ``num_steps``, ``visited`` (data points)
+    and ``seconds_per_visited``; those ``meta`` lacks or that are not finite are left out."""
+    values = {k: float(meta[k]) for k in SUMMARY if k in meta and math.isfinite(float(meta[k]))}
+    if values.get("visited", 0) > 0 and "step_seconds" in values:
+        values["seconds_per_visited"] = values["step_seconds"] / values["visited"]
+    mlflow.log_metrics(values)
+
+
 @contextmanager
 def tracked_run(uri: str, experiment: str, run_name: str, params: Mapping[str, Any],
                 tags: Mapping[str, str] | None = None) -> Iterator[MlflowLogger]:
-    """An MLflow run with the parameters, the package version and the git commit logged; the run
-    ends FAILED if the body raises."""
+    """An MLflow run with the parameters, the package version and the git commit logged, the child
+    of its workflow invocation's parent run when ``PMD_BENCH_WORKFLOW_RUN`` is set (module
+    docstring); the run ends FAILED if the body raises."""
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(experiment) is None:
         raise RuntimeError(f"MLflow experiment {experiment!r} does not exist in {uri}: run "
                            f"`pmd-bench init-store` first (Snakemake's rule tracking_store does)")
     mlflow.set_experiment(experiment)
     all_tags = {"pmd_bench.version": pmd.__version__, "git_commit": git_commit(), **(tags or {})}
+    if os.environ.get(WORKFLOW_RUN_ENV):
+        all_tags["mlflow.parentRunId"] = workflow_parent(uri, experiment, os.environ[WORKFLOW_RUN_ENV])
     with mlflow.start_run(run_name=run_name, tags=all_tags):
         mlflow.log_params(_flatten(params))
         yield MlflowLogger()

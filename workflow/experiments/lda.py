@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import mlflow
 import numpy as np
+from tqdm import tqdm
 
 from baselines.peers.topic_models import PEERS
 from datasets.corpus import load_corpus
@@ -35,7 +36,7 @@ from pmd.runner import batch_indices
 
 from .. import methods
 from ..results import save_npz
-from ..tracking import tracked_run
+from ..tracking import log_summary, tracked_run
 
 EXPERIMENT = "lda"
 TOP_WORDS = 10
@@ -87,7 +88,7 @@ def _run_peer(cls, spec: dict, settings: dict, data: dict, seed: int, evaluate, 
     key = jax.random.key(seed)
     visited, step_seconds, marks, curves = 0, 0.0, [], {}
     next_eval = 0
-    for i, batch in enumerate([None, *batches]):
+    for i, batch in enumerate(tqdm([None, *batches], desc=cls.__name__, unit=" updates", mininterval=1.0)):
         if batch is not None:
             t0 = time.perf_counter()
             peer.update(batch)
@@ -137,8 +138,8 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
                 "seconds_per_document": result["step_seconds"] / max(visited, 1),
                 "tokens_per_second": tokens_visited / max(result["step_seconds"], 1e-12),
                 "final": {k: float(v[-1]) for k, v in result["curves"].items()}}
-        mlflow.log_metrics({"seconds_per_document": meta["seconds_per_document"],
-                            "tokens_per_second": meta["tokens_per_second"], "step_seconds": meta["step_seconds"]})
+        log_summary(meta)  # seconds_per_visited: seconds per document
+        mlflow.log_metrics({"tokens_per_second": meta["tokens_per_second"]})
         arrays = {"visited": result["visited"], **{f"curve/{k}": v for k, v in result["curves"].items()},
                   "top_words": np.argsort(-topics, axis=1)[:, :TOP_WORDS].astype(np.int32),
                   "top_probs": -np.sort(-topics, axis=1)[:, :TOP_WORDS]}

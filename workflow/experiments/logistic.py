@@ -36,7 +36,7 @@ from pmd.sample_metrics import SampleReference
 
 from .. import methods
 from ..results import load_npz, save_npz
-from ..tracking import tracked_run
+from ..tracking import log_summary, tracked_run
 
 EXPERIMENT = "logistic"
 
@@ -104,7 +104,7 @@ def make_reference(cfg: dict, data_path: str | Path, out: str | Path, uri: str, 
         mlflow.log_params({"num_data": meta["num_data"]})
         mlflow.log_metrics({**{f"diag_{k}": float(v) for k, v in meta["diagnostics"].items()},
                             **{f"floor_{k}": v for k, v in meta["floor"].items()}, **meta["predictive"],
-                            "seconds": meta["seconds"]})
+                            "total_seconds": meta["seconds"]})
         save_npz(out, arrays, meta)
         mlflow.log_artifact(str(out), artifact_path="reference")
     return meta
@@ -144,7 +144,7 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
                 "eval_seconds": result.eval_seconds, "total_seconds": time.perf_counter() - t0,
                 "num_steps": result.num_steps, "visited": visited,
                 "seconds_per_visited": result.step_seconds / max(visited, 1)}
-        mlflow.log_metrics({"seconds_per_visited": meta["seconds_per_visited"], "step_seconds": result.step_seconds})
+        log_summary(meta)
         arrays = {"visited": result.visited, **{f"curve/{name}": values for name, values in result.curves.items()}}
         save_npz(out, arrays, meta)
         mlflow.log_artifact(str(out), artifact_path="result")

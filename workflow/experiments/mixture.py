@@ -18,7 +18,7 @@ from pmd.models.mixture import WellingTehMixture
 
 from .. import methods
 from ..results import load_npz, save_npz
-from ..tracking import tracked_run
+from ..tracking import log_summary, tracked_run
 
 EXPERIMENT = "mixture"
 
@@ -83,9 +83,10 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
         density = display_density(result.posterior, true, jax.random.fold_in(key, 1))
         meta = {"method": label, "seed": seed, "params": run_params, "step_seconds": result.step_seconds,
                 "eval_seconds": result.eval_seconds, "total_seconds": time.perf_counter() - t0,
-                "num_steps": result.num_steps}
+                "num_steps": result.num_steps, "visited": int(result.visited[-1])}
         arrays = {"visited": result.visited, "final_log_density": density,
                   **{f"curve/{name}": values for name, values in result.curves.items()}}
         save_npz(out, arrays, meta)
+        log_summary(meta)
         mlflow.log_artifact(str(out), artifact_path="result")
     return meta

@@ -43,7 +43,7 @@ from pmd.sample_metrics import SampleReference
 
 from .. import methods
 from ..results import save_json, save_npz
-from ..tracking import tracked_run
+from ..tracking import log_summary, tracked_run
 
 EXPERIMENT = "posteriordb"
 METRICS = ("mean_error", "mean_error_max", "mean_error_raw", "log_std_ratio", "log_std_ratio_max", "energy",
@@ -162,7 +162,7 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
                 "total_seconds": time.perf_counter() - t0}
         save_npz(out, arrays, meta)
         mlflow.log_artifact(str(out), artifact_path="result")
-        mlflow.log_metrics({k: meta[k] for k in ("step_seconds", "visited", "total_seconds") if math.isfinite(meta[k])})
+        log_summary(meta)
         mlflow.set_tags({"status": meta["status"], **({"error": error[:4000]} if error else {})})
         if error is not None:
             mlflow.end_run(status="FAILED")

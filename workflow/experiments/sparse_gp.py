@@ -42,7 +42,7 @@ from pmd.models.sparse_gp import SparseGP, exact_gp_predict, median_bandwidth, s
 
 from .. import methods
 from ..results import load_npz, save_npz
-from ..tracking import tracked_run
+from ..tracking import log_summary, tracked_run
 
 EXPERIMENT = "sparse_gp"
 
@@ -186,7 +186,9 @@ def run_one(section: dict, label: str, seed: int, data_path: str | Path, out: st
             full = {k: jnp.asarray(v) for k, v in train.items()}
             meta["elbo"] = float(svgp_elbo(model, post.inducing[0], post.chol_k[0], post.loc[0], post.scale[0], full,
                                            len(train["y"])))
-        mlflow.log_metrics({k: meta[k] for k in ("seconds_per_step", "step_seconds", "elbo") if k in meta})
+        log_summary(meta)
+        if "elbo" in meta:
+            mlflow.log_metrics({"elbo": meta["elbo"]})
         arrays = {"visited": result.visited, **{f"curve/{name}": values for name, values in result.curves.items()}}
         if snapshots["mean"]:
             arrays.update({"snapshot/mean": np.stack(snapshots["mean"]), "snapshot/var": np.stack(snapshots["var"])})
