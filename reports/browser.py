@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+BASH = shutil.which("bash") or "/bin/bash"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--remote-debugging-pipe"]
 
@@ -33,11 +34,14 @@ class Chromium:
         self._profile = tempfile.TemporaryDirectory(prefix="pmd-bench-chromium-")
         to_browser, self._write = os.pipe()
         self._read, from_browser = os.pipe()
-        # the child's fd 3 reads our commands, its fd 4 writes the replies
+        # the browser reads our commands on its fd 3 and writes the replies on its fd 4: a shell moves
+        # the pipe's ends there (bash: dash takes single-digit descriptors only; no Python code runs
+        # between fork and exec, so nothing can deadlock in this process of JAX threads)
+        command = [CHROMIUM, *FLAGS, f"--user-data-dir={self._profile.name}", f"--window-size={width},{height}",
+                   "about:blank"]
         self._proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={self._profile.name}", f"--window-size={width},{height}", "about:blank"],
-            pass_fds=(3, 4), preexec_fn=lambda: (os.dup2(to_browser, 3), os.dup2(from_browser, 4)),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [BASH, "-c", f'exec "$@" 3<&{to_browser} 4>&{from_browser}', "chromium", *command],
+            pass_fds=(to_browser, from_browser), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_browser)
         os.close(from_browser)
 
