@@ -1,12 +1,15 @@
 """SVGD / OPVI (baselines/vi/svgd.py) against BlackJAX's SVGD and the conjugate posterior.
 
 * Same particles, batches, kernel, bandwidth rule and optimizer: our SVGD and ``blackjax.svgd``
-  take the same steps, so their particles agree to float32 round-off (1e-4 after 100 steps).
+  take the same steps, so their particles agree to float32 round-off: 1e-5 allowed after 20
+  steps (measured 2.4e-7) while the particles move 0.57 on average, so a different bandwidth,
+  score scaling or step fails.
 * Full-batch SVGD on the conjugate Gaussian (``N = 100``, ``σ = s0 = 1``, posterior
   ``N(μ_N, I/101)``, ``m = 100``): the deterministic fixed point has the exact mean (the
-  repulsive terms cancel in ``Σ_i φ(θ_i)``; 0.01 posterior sd allowed for the 600 steps'
-  convergence) and, at finite ``m``, a variance slightly short of the posterior's: SVGD's known
-  finite-particle underdispersion (measured 8% at ``m = 100``, ``d = 2``). Allowed: 15% short,
+  repulsive terms cancel in ``Σ_i φ(θ_i)``; 0.01 posterior sd allowed for the 300 steps'
+  convergence: the prior draws start 10 sd wide and the error is 0.003 sd at step 300, 0.002 at
+  600) and, at finite ``m``, a variance slightly short of the posterior's: SVGD's known
+  finite-particle underdispersion (measured 9% at ``m = 100``, ``d = 2``). Allowed: 15% short,
   never wide.
 * OPVI's growing batch in units of runner batches: round ``t`` spans ``⌈t^κ⌉`` batches.
 """
@@ -25,15 +28,15 @@ from baselines_helpers import Conjugate
 def test_same_steps_as_blackjax():
     conj = Conjugate.make(num_data=50)
     runs = [pmd.run(cls(conj.model, data_size=50, num_particles=30, step_size=0.01), conj.data,
-                    jax.random.key(0), batch_size=10, num_passes=20).posterior.samples
+                    jax.random.key(0), batch_size=10, num_passes=4).posterior.samples
             for cls in (SVGD, BlackJAXSVGD)]
-    np.testing.assert_allclose(np.asarray(runs[0]), np.asarray(runs[1]), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(runs[0]), np.asarray(runs[1]), atol=1e-5)
 
 
 def test_full_batch_svgd_on_the_conjugate_posterior():
     conj = Conjugate.make(num_data=100)
     algo = SVGD(conj.model, data_size=100, num_particles=100, step_size=0.01)
-    post = pmd.run(algo, conj.data, jax.random.key(1), batch_size=100, num_passes=600).posterior
+    post = pmd.run(algo, conj.data, jax.random.key(1), batch_size=100, num_passes=300).posterior
     sd = np.sqrt(conj.cov[0, 0])
     np.testing.assert_array_less(np.abs(np.asarray(post.mean()) - conj.mean), 0.01 * sd)
     ratio = np.diag(np.asarray(post.cov())) / conj.cov[0, 0]
