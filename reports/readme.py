@@ -26,10 +26,13 @@ BLOCK = re.compile(r"^(?P<indent>[ \t]*)<!-- generated: (?P<name>[\w-]+) from (?
 
 
 def render_source(path: str, text: str) -> str:
-    """The block's Markdown from the source file's text: a ``.md`` table verbatim, Theorem 5's
-    ``rate.json`` as a sentence (its RMS errors and fitted slope)."""
+    """The block's Markdown from the source file's text: a ``.md`` table verbatim (except that a
+    file's own ``# title`` is dropped and its ``## section`` lines become bold lines, so a report
+    file's headings do not break the README's outline), Theorem 5's ``rate.json`` as a sentence
+    (its RMS errors and fitted slope)."""
     if path.endswith(".md"):
-        return text.strip()
+        lines = [line for line in text.strip().split("\n") if not line.startswith("# ")]
+        return "\n".join(f"**{line[3:]}**" if line.startswith("## ") else line for line in lines).strip()
     if path.endswith("rate.json"):
         r = json.loads(text)
         errs = ", ".join(f"{e:.3f}" for e in r["rmse"])

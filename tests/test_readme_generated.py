@@ -33,3 +33,8 @@ def test_rate_sentence_is_rendered_from_rate_json():
         {"particles": [100, 1000], "rmse": [0.1, 0.031], "seeds": 20, "slope": -0.5089, "slope_se_bootstrap": 0.083}))
     assert text == ("RMS error of `E[θ1]` over 20 seeds for m ∈ {100, 1000}: 0.100, 0.031 — a log-log slope of "
                     "**-0.51 ± 0.08** (Theorem 5: −½).")
+
+
+def test_a_report_files_headings_do_not_break_the_readme_outline():
+    text = readme.render_source("results/figures/table.md", "# Title\n\nbudget\n\n## accuracy\n\n| a |\n|---|\n| 1 |\n")
+    assert text == "budget\n\n**accuracy**\n\n| a |\n|---|\n| 1 |"
