@@ -6,7 +6,10 @@ over seeds, scored the paper's way (a density-less posterior by the better of a 
 median distance and a Gaussian fit). Bottom row: the same curves under the sharper leave-one-out
 KDE, with the score of exact posterior draws under each estimator (dashed): the floor no method
 can beat with that many samples. Figure 3 shows every method's posterior averaged over its runs.
-A JSON summary of the final values goes beside the figure.
+A JSON summary of the final values goes beside the figure, and a Markdown table of them
+(``table_mixture.md``): each score's final mean ± sd over seeds, and the posterior mass on
+``θ1 > 0`` of every run's final density on the grid (the mode the paper's Figure 3 shows on the
+right) as its mean and its range over seeds, beside the exact mass.
 """
 
 from __future__ import annotations
@@ -61,15 +64,45 @@ def _curve_panel(ax, runs_by, metric: str, floor_value: float | None, ylabel: st
     ax.legend(fontsize=7)
 
 
-def summarize(runs_by: dict, floors: dict) -> dict:
-    """Final mean and standard deviation of every score, per method, with the floors."""
+def mass_right(log_prob: np.ndarray, axes: list[np.ndarray]) -> float:
+    """The mass of a density on the grid (log values, any normalisation) on ``θ1 > 0``."""
+    p = np.exp(log_prob.astype(np.float64) - np.logaddexp.reduce(log_prob.astype(np.float64)))
+    return float(p.reshape(len(axes[0]), len(axes[1]))[axes[0] > 0].sum())
+
+
+def summarize(runs_by: dict, floors: dict, axes: list[np.ndarray] | None = None) -> dict:
+    """Final mean and standard deviation of every score per method, with the floors, and (given
+    the mixture's grid ``axes``) each method's mass on ``θ1 > 0`` per run."""
     out = {"floor": floors, "methods": {}}
     for label, runs in runs_by.items():
         metrics = sorted(k[len("curve/"):] for k in runs[0][0] if k.startswith("curve/"))
         finals = {m: np.array([a[f"curve/{m}"][-1] for a, _ in runs]) for m in metrics}
         out["methods"][label] = {m: {"mean": float(v.mean()), "std": float(v.std()), "runs": len(v)}
                                  for m, v in finals.items()}
+        if axes is not None:
+            out["methods"][label]["mass_theta1_positive"] = [mass_right(a["final_log_density"], axes) for a, _ in runs]
     return out
+
+
+TABLE_SCORES = (("tv", "TV (paper's estimator)"), ("tv_sharp", "TV (LOO KDE)"), ("ce", "cross entropy (paper's estimator)"))
+
+
+def table(summary: dict, exact_mass: float, floor_samples: int) -> str:
+    """The Markdown table of :func:`summarize`'s finals (module docstring)."""
+    def cell(stats: dict | None) -> str:
+        return "—" if stats is None else f"{stats['mean']:.3g} ± {stats['std']:.2g}"
+
+    floors = summary["floor"]
+    head = ["method", "runs", *(name for _, name in TABLE_SCORES), f"mass on θ1 > 0 (exact {exact_mass:.3f}): mean [min, max]"]
+    rows = [[f"exact posterior draws ({floor_samples}, the floor)", "—",
+             *(f"{floors[k]:.3g}" if floors.get(k) is not None else "—" for k, _ in TABLE_SCORES), f"{exact_mass:.3f}"]]
+    for label, m in summary["methods"].items():
+        mass = np.asarray(m["mass_theta1_positive"])
+        runs = next(v["runs"] for k, v in m.items() if isinstance(v, dict))
+        rows.append([label, str(runs), *(cell(m.get(k)) for k, _ in TABLE_SCORES),
+                     f"{mass.mean():.3f} [{mass.min():.3f}, {mass.max():.3f}]"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
 def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) -> dict:
@@ -110,9 +143,11 @@ def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) 
         fig3.savefig(tmp, dpi=110)
     plt.close(fig3)
 
-    summary = summarize(runs_by, floors)
+    summary = summarize(runs_by, floors, axes)
     with atomic_path(out.with_suffix(".json")) as tmp:
         tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
+    with atomic_path(out.with_name("table_mixture.md")) as tmp:
+        tmp.write_text(table(summary, meta["mass_theta1_positive"], meta["floor_samples"]))
     return summary
 
 

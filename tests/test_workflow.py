@@ -1,6 +1,7 @@
 """The workflow glue: config validation, the CLI end to end, MLflow logging (also concurrent),
 and results that are never half-written."""
 
+import json
 import multiprocessing as mp
 import os
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from reports import figure1
 from workflow import cli
 from workflow import config as config_mod
 from workflow.experiments import mixture
@@ -82,6 +84,20 @@ def test_cli_end_to_end_logs_to_mlflow(tmp_path, store):
     figure = tmp_path / "fig" / "figure1.png"
     assert cli.main(["report", "figure1", "--data", str(data), "--runs", str(out), "--out", str(figure)]) == 0
     assert figure.stat().st_size > 10_000 and figure.with_name("figure3.png").exists()
+    summary = json.loads(figure.with_suffix(".json").read_text())
+    mass = summary["methods"]["pmd"]["mass_theta1_positive"]
+    assert len(mass) == 1 and 0.0 <= mass[0] <= 1.0
+    table = figure.with_name("table_mixture.md").read_text()
+    assert f"| pmd | 1 | {summary['methods']['pmd']['tv']['mean']:.3g} ± 0 |" in table
+    assert f"{mass[0]:.3f} [{mass[0]:.3f}, {mass[0]:.3f}] |" in table
+
+
+def test_mass_on_the_right_mode_is_read_off_the_grid():
+    axes = [np.linspace(-3, 3, 7), np.linspace(-4, 4, 5)]  # θ1 > 0 on 3 of 7 columns
+    right = np.repeat(axes[0] > 0, 5)
+    assert figure1.mass_right(np.where(right, 0.0, -np.inf), axes) == pytest.approx(1.0)
+    assert figure1.mass_right(np.zeros(35), axes) == pytest.approx(3 / 7)
+    assert figure1.mass_right(np.where(right, np.log(3.0), 0.0) - 50.0, axes) == pytest.approx(9 / 13)
 
 
 def test_crashed_run_leaves_no_result_and_a_failed_mlflow_run(tmp_path, store, monkeypatch):

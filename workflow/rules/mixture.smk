@@ -44,6 +44,7 @@ rule mixture_figures:
         figure1=FIGURE1,
         figure3=f"{RESULTS}/figures/figure3.png",
         summary=f"{RESULTS}/figures/figure1.json",
+        table=f"{RESULTS}/figures/table_mixture.md",
     log:
         f"{RESULTS}/logs/mixture_figures.log",
     shell:
