@@ -144,6 +144,9 @@ def _regress(cfg: dict, args: argparse.Namespace) -> int:
         return 0
     baseline = regress_mod.load_baseline(path)
     regress_mod.check_sections(baseline, cfg, path)
+    resolved = Path(results) / "config.yaml"  # the config the workflow run was made with (rule resolved_config)
+    if resolved.exists():
+        regress_mod.check_sections(baseline, config_mod.load(resolved), f"{path} (results in {results})")
     rows = regress_mod.compare(baseline, regress_mod.observe(cfg, results), regress_mod.skipped(cfg), args.only)
     print(regress_mod.table(rows, args.all))
     failed = [r for r in rows if r.status in ("OUT", "MISSING")]
