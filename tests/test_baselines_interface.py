@@ -29,8 +29,15 @@ def _build(name, **overrides):
 
 
 def test_method_names():
-    assert set(METHODS) == {"sgld", "sgld_parallel", "smc", "svi", "gibbs", "npv", "npv_full",
-                            "blackjax_tempered_smc", "blackjax_data_smc", "numpyro_svi"}
+    assert set(METHODS) == {"sgld", "sgld_parallel", "smc", "svi", "gibbs", "npv", "npv_full", "npl", "svgd",
+                            "blackjax_tempered_smc", "blackjax_data_smc", "numpyro_svi", "blackjax_svgd"}
+
+
+def _assert_same(a, b):
+    """Leaves equal; typed PRNG keys (NPL keeps its weights' key in its state) by their key data."""
+    if jnp.issubdtype(jnp.asarray(a).dtype, jax.dtypes.prng_key):
+        a, b = jax.random.key_data(a), jax.random.key_data(b)
+    np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
@@ -38,11 +45,11 @@ def test_interface(name):
     algo, data = _build(name)
     assert isinstance(algo, pmd.InferenceMethod)
     state = algo.init(jax.random.key(0))
-    jax.tree_util.tree_map(np.testing.assert_array_equal, state, algo.init(jax.random.key(0)))
+    jax.tree_util.tree_map(_assert_same, state, algo.init(jax.random.key(0)))
     batch = jnp.asarray(data[:8])
     one, info = algo.step(jax.random.key(1), state, batch)
     two, _ = algo.step(jax.random.key(1), state, batch)  # pure: same key, same result
-    jax.tree_util.tree_map(np.testing.assert_array_equal, one, two)
+    jax.tree_util.tree_map(_assert_same, one, two)
     assert jax.tree_util.tree_structure(one) == jax.tree_util.tree_structure(state)
     assert all(np.ndim(v) == 0 for v in info.values())
     post = algo.posterior(one)
