@@ -41,8 +41,8 @@ Two variants share that update (``variant``):
 * The posterior is the weighted particles (eq. 4).
 * Optional, off by default: ``rejuvenate={"kind": "mala", "steps": k}`` with ``data=`` the data
   set moves the particles by ``k`` MALA steps at the end of every pass (or, with ``"at":
-  "doubling"``, of passes 1, 2, 4, ...), where the iterate is the posterior itself (:mod:`pmd.rejuvenation`; each move reads all ``N`` points, reported in
-  ``info["visited"]``).
+  "doubling"``, of passes 1, 2, 4, ...), where the iterate is the posterior itself
+  (:mod:`pmd.rejuvenation`; each move reads all ``N`` points, reported in ``info["visited"]``).
 
 ``"paper"`` — Algorithm 1 as published, kept for the reproduction of the paper's figures:
 
