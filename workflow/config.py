@@ -43,3 +43,17 @@ def load(path: str | Path | None = None) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ConfigFileError(f"config file {path} must hold a mapping, got {type(config).__name__}")
     return validate(config, str(path))
+
+
+def posteriordb_skip_reason(cfg: dict[str, Any]) -> str | None:
+    """Why the config's posteriordb experiment does not run, or ``None`` when it does: it needs a
+    ``posteriordb`` section and an offline mirror holding ``posteriordb/`` (the reference draws
+    are never downloaded). One rule for the Snakemake rules and ``pmd-bench regress``."""
+    from datasets.settings import resolve_settings
+
+    if "posteriordb" not in cfg:
+        return "the config has no posteriordb section"
+    mirror = resolve_settings(cfg["datasets"]).mirror
+    if mirror is None or not (mirror / "posteriordb").is_dir():
+        return "no offline mirror holding posteriordb/ is set (datasets.offline_mirror or PMD_BENCH_DATA_MIRROR)"
+    return None

@@ -50,8 +50,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from datasets.settings import resolve_settings
-
+from .config import posteriordb_skip_reason
 from .results import load_npz, save_json
 
 ALPHA = 0.05
@@ -71,9 +70,9 @@ RATE_FILE = "figures/rate.json"
 def skipped(cfg: dict) -> dict[str, str]:
     """Experiments the config does not run, with the reason (as the Snakemake rules decide)."""
     out = {name: "the config has no such section" for name in METRICS if name not in cfg}
-    mirror = resolve_settings(cfg["datasets"]).mirror
-    if "posteriordb" in cfg and (mirror is None or not (mirror / "posteriordb").is_dir()):
-        out["posteriordb"] = "no offline mirror holding posteriordb/ is set"
+    reason = posteriordb_skip_reason(cfg)
+    if reason is not None:
+        out["posteriordb"] = reason
     return out
 
 

@@ -6,16 +6,9 @@
 import re
 import sys
 
-from datasets.settings import resolve_settings
+from workflow.config import posteriordb_skip_reason
 
-_PDB_MIRROR = resolve_settings(config["datasets"]).mirror
-_PDB_SKIP = (
-    "the config has no posteriordb section"
-    if "posteriordb" not in config
-    else "no offline mirror holding posteriordb/ is set (datasets.offline_mirror or PMD_BENCH_DATA_MIRROR)"
-    if _PDB_MIRROR is None or not (_PDB_MIRROR / "posteriordb").is_dir()
-    else None
-)
+_PDB_SKIP = posteriordb_skip_reason(config)
 
 if _PDB_SKIP:
     print(f"note: the posteriordb experiment is skipped: {_PDB_SKIP}", file=sys.stderr)
