@@ -16,8 +16,9 @@ Extrapolation: ``150,000 × 5 × seconds per document`` (SMC: one pass); the pap
 Patterson & Teh's Wikipedia articles, longer than these lead sections, so the per-token rate
 (``tokens_per_second``) is the fairer figure to carry over.
 
-Run: ``python benchmarks/bench_lda_cost.py [--corpus results/data/wikipedia] [--steps 30]``;
-prints one JSON object.
+Run: ``python benchmarks/bench_lda_cost.py [--corpus results/data/wikipedia] [--steps 30]
+[--out results/benchmarks/lda_cost.json]``; writes the JSON report and its table (``.md``) and
+prints the report.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from baselines.peers.topic_models import GensimLDA, SklearnOnlineLDA, TomotopyGi
 from datasets.corpus import load_corpus
 from pmd.models import lda
 from pmd.runner import batch_indices
+from reports import benchmarks as bench_report
 from workflow import methods
 
 PAPER_DOCUMENTS, PASSES, BATCH = 150_000, 5, 100
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=Path("results/data/wikipedia"))
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--sweeps", type=int, default=20)
+    parser.add_argument("--out", default="results/benchmarks/lda_cost.json")
     args = parser.parse_args()
     corpus = load_corpus(args.corpus)
     counts = corpus["train"]
@@ -105,6 +108,7 @@ def main() -> None:
         "svi_speed_ratio": {peer: per_doc[peer] / per_doc["svi_hoffman"] for peer in ("sklearn", "gensim")},
         "paper_run_hours": {k: v * PAPER_DOCUMENTS * (1 if k == "smc" else PASSES) / 3600 for k, v in per_doc.items()},
     }
+    bench_report.write(args.out, report, bench_report.lda_cost)
     print(json.dumps(report, indent=1))
 
 

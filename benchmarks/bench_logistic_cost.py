@@ -18,8 +18,9 @@ Full-run cost: ``N × passes × seconds per point`` (SMC: one pass). Gibbs: a sw
 costs ``O(n d²)``; its seconds per row are measured on subsets of the training rows tiled up to
 each size, and the paper-scale run (1,100 sweeps: 100 burn-in + 1000 samples) is extrapolated.
 
-Run: ``python benchmarks/bench_logistic_cost.py [--steps 300] [--gibbs-rows 1000 10000 100000]``;
-prints one JSON object.
+Run: ``python benchmarks/bench_logistic_cost.py [--steps 300] [--gibbs-rows 1000 10000 100000]
+[--out results/benchmarks/logistic_cost.json]``; writes the JSON report and its table (``.md``) and
+prints the report.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import numpy as np
 
 from baselines.gibbs.polya_gamma import PolyaGammaGibbs
 from pmd.models.logistic import BayesianLogisticRegression, labelled
+from reports import benchmarks as bench_report
 from workflow import methods
 
 N_PAPER = 1_588_815
@@ -114,6 +116,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--gibbs-rows", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--gibbs-sweeps", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks/logistic_cost.json"))
     args = parser.parse_args()
     train = load_train(args.data)
     model = BayesianLogisticRegression(train["x"].shape[1]).model()
@@ -132,10 +135,11 @@ def main() -> None:
         print(json.dumps({label: out["methods"][label]}), flush=True)
     for rows in args.gibbs_rows:
         per_row = gibbs_seconds_per_row(train, rows, args.gibbs_sweeps)
-        out["gibbs"][rows] = {"us_per_row": 1e6 * per_row, "seconds_per_sweep": per_row * rows}
-        print(json.dumps({"gibbs_rows": rows, **out["gibbs"][rows]}), flush=True)
+        out["gibbs"][str(rows)] = {"us_per_row": 1e6 * per_row, "seconds_per_sweep": per_row * rows}
+        print(json.dumps({"gibbs_rows": rows, **out["gibbs"][str(rows)]}), flush=True)
     largest = max(args.gibbs_rows)
-    out["gibbs_full_run_hours"] = out["gibbs"][largest]["us_per_row"] * 1e-6 * N_PAPER * SWEEPS / 3600
+    out["gibbs_full_run_hours"] = out["gibbs"][str(largest)]["us_per_row"] * 1e-6 * N_PAPER * SWEEPS / 3600
+    bench_report.write(args.out, out, bench_report.logistic_cost)
     print(json.dumps(out, indent=1))
 
 

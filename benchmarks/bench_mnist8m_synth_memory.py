@@ -9,7 +9,8 @@ data directory or the offline mirror (``PMD_BENCH_DATA_DIR``, ``PMD_BENCH_DATA_M
 whole preparation runs in this process (deformation, temporary pixel store, two PCA passes, the
 output ``.npz``), written to a temporary directory. Reports the peak resident set size
 (``getrusage(RUSAGE_SELF).ru_maxrss``) before and after, the growth per row, and exits with
-status 1 if the peak reaches ``--limit-gb``.
+status 1 if the peak reaches ``--limit-gb``. ``--out`` writes the report (JSON) and its sentence
+(``.md``) for the README.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from datasets.fetch import fetch
 from datasets.mnist8m import MNIST8M_6V8_ROWS, prepare_mnist8m_synth_6v8
 from datasets.registry import DATASETS, SOURCES
 from datasets.settings import resolve_settings
+from reports import benchmarks as bench_report
 
 
 def _peak_rss_bytes() -> int:
@@ -39,6 +41,8 @@ def main() -> int:
     parser.add_argument("--paper-scale", action="store_true", help=f"{MNIST8M_6V8_ROWS:,} rows, as MNIST8M 6-vs-8")
     parser.add_argument("--limit-gb", type=float, default=4.0, help="fail when the peak RSS reaches this (GB)")
     parser.add_argument("--work-dir", type=Path, default=None, help="where to write (default: a temporary directory)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the report here (.json) and its sentence beside it (.md)")
     args = parser.parse_args()
     rows = MNIST8M_6V8_ROWS if args.paper_scale else args.rows
     settings = resolve_settings()
@@ -62,6 +66,8 @@ def main() -> int:
         "limit_gb": args.limit_gb,
     }
     print(json.dumps(report))
+    if args.out is not None:
+        bench_report.write(args.out, report, bench_report.mnist8m_synth_memory)
     return 0 if peak < args.limit_gb * 1e9 else 1
 
 

@@ -7,7 +7,8 @@ Model: the Welling-Teh mixture (``N = 1000``, batch 10, ``m = 300`` as the defau
 method is compiled and warmed up by ``--steps`` steps, then ``--steps`` steps are timed inside one
 jitted ``lax.scan`` (as :func:`pmd.run` does); evaluation is not included; medians of
 ``--rounds`` interleaved rounds. Run: ``python benchmarks/bench_particle_methods.py
-[--steps 100] [--rounds 3] [--out results/benchmarks/particle_methods.json]``.
+[--steps 100] [--rounds 3] [--out results/benchmarks/particle_methods.json]``; the table is written beside
+the JSON (``.md``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 
 from pmd.models.mixture import WellingTehMixture
 from workflow import methods
-from workflow.results import save_json
+from reports import benchmarks as bench_report
 
 N, BATCH, M = 1000, 10, 300
 SPECS = {
@@ -82,8 +83,7 @@ def main() -> None:
         "svgd_over_blackjax": step["svgd"] / step["blackjax_svgd"],
         "rounds_ms": {k: [1e3 * t for t in v] for k, v in samples.items()},
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    save_json(args.out, out)
+    bench_report.write(args.out, out, bench_report.particle_methods)
     print(json.dumps(out, indent=2))
 
 

@@ -9,18 +9,22 @@ Also printed: the model's own ``m×B`` log-likelihood evaluation (the matrix pro
 element-wise softplus), which every likelihood-based method pays, so that PMD's own overhead is
 visible.
 
-Goal: each step within 3× its core. Run: ``python benchmarks/bench_pmd_step.py``.
+Goal: each step within 3× its core. Run: ``python benchmarks/bench_pmd_step.py
+[--out results/benchmarks/pmd_step.json]``; writes the JSON report and its table (``.md``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
 from pmd import PMD, Model
 from pmd.kde import pairwise_sq_distances
+from reports import benchmarks as bench_report
 from workflow.experiments.table1 import median_seconds
 
 
@@ -40,12 +44,14 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks/pmd_step.json"))
     args = parser.parse_args()
     m, d, b = args.particles, args.dim, args.batch
     key = jax.random.key(0)
     batch = {"x": jax.random.normal(key, (b, d)), "y": jnp.sign(jax.random.normal(jax.random.key(1), (b,)))}
     model = logistic_model(d)
-    print(f"backend: {jax.default_backend()}, m={m}, d={d}, batch={b}")
+    report = {"backend": jax.default_backend(), "device": jax.devices()[0].device_kind, "cpus": os.cpu_count(),
+              "particles": m, "dim": d, "batch": b, "repeats": args.repeats, "strategies": {}}
     for strategy, core_name, core in [
         ("particles", "(m×d)·(d×B) matmul", jax.jit(lambda th, x: th @ x.T)),
         # reduced over one axis, as any consumer does: XLA then fuses instead of writing m×m to memory
@@ -58,9 +64,13 @@ def main() -> None:
         core_args = (state.positions, batch["x"]) if strategy == "particles" else (state.positions, state.positions)
         t_core = median_seconds(core, *core_args, repeats=args.repeats)
         t_lik = median_seconds(jax.jit(model.batch_log_likelihood), state.positions, batch, repeats=args.repeats)
+        report["strategies"][strategy] = {"step_ms": 1e3 * t_step, "core": core_name, "core_ms": 1e3 * t_core,
+                                          "step_over_core": t_step / t_core, "likelihood_ms": 1e3 * t_lik,
+                                          "step_over_likelihood": t_step / t_lik}
         print(f"{strategy:9s} step {t_step * 1e3:8.3f} ms | core ({core_name}) {t_core * 1e3:8.3f} ms "
               f"| ratio {t_step / t_core:6.2f} (goal ≤ 3) | the model's m×B log-likelihoods alone "
               f"{t_lik * 1e3:.3f} ms, step/likelihood {t_step / t_lik:.2f}")
+    bench_report.write(args.out, report, bench_report.pmd_step)
 
 
 if __name__ == "__main__":

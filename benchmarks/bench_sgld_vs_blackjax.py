@@ -9,14 +9,19 @@ between the two. The headline ratio ours / BlackJAX (goal: ≤ 1) uses the faste
 (as ``timeit`` advises: slower repeats measure other processes' interference); medians are printed
 beside it. Run with::
 
-    python benchmarks/bench_sgld_vs_blackjax.py [--chains 100] [--steps 1000] [--repeats 15]
+    python benchmarks/bench_sgld_vs_blackjax.py [--chains 100] [--steps 1000] [--repeats 15] \
+        [--out results/benchmarks/sgld_vs_blackjax.json]
+
+(writes the JSON report and its table, ``.md``, beside it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
+from pathlib import Path
 
 import blackjax
 import jax
@@ -26,6 +31,7 @@ import numpy as np
 import pmd
 from baselines import ParallelSGLD
 from pmd.runner import batch_indices
+from reports import benchmarks as bench_report
 
 
 def logistic_regression(num_data: int, dim: int, seed: int):
@@ -53,6 +59,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--eps", type=float, default=1e-3)
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks/sgld_vs_blackjax.json"))
     args = parser.parse_args()
 
     model, data = logistic_regression(args.num_data, args.dim, seed=0)
@@ -103,9 +110,19 @@ def main() -> None:
     print(f"per step, median repeat:  ours {1e6 * med_ours / args.steps:.1f} us, "
           f"blackjax {1e6 * med_theirs / args.steps:.1f} us")
     print(f"ratio ours/blackjax: {best_ours / best_theirs:.3f} (fastest), {med_ours / med_theirs:.3f} (median)")
+    max_diff = float(np.max(np.abs(final_ours.mean(0) - final_theirs.mean(0))))
+    typical = float(np.mean(np.abs(final_ours.mean(0))))
     print(f"chain-mean of the final states, ours vs blackjax (same law, different noise): "
-          f"max |diff| = {np.max(np.abs(final_ours.mean(0) - final_theirs.mean(0))):.3f}, "
-          f"typical |w| = {np.mean(np.abs(final_ours.mean(0))):.3f}")
+          f"max |diff| = {max_diff:.3f}, typical |w| = {typical:.3f}")
+    per_step = lambda t: 1e6 * t / args.steps  # noqa: E731
+    report = {"device": jax.devices()[0].device_kind, "cpus": os.cpu_count(), "chains": m, "dim": args.dim,
+              "batch": args.batch, "num_data": n, "steps": args.steps, "repeats": args.repeats, "eps": args.eps,
+              "compile_s": {"ours": compile_ours, "blackjax": compile_theirs},
+              "us_per_step": {"ours_fastest": per_step(best_ours), "blackjax_fastest": per_step(best_theirs),
+                              "ours_median": per_step(med_ours), "blackjax_median": per_step(med_theirs)},
+              "ratio_fastest": best_ours / best_theirs, "ratio_median": med_ours / med_theirs,
+              "max_mean_diff": max_diff, "typical_abs_w": typical}
+    bench_report.write(args.out, report, bench_report.sgld_vs_blackjax)
 
 
 if __name__ == "__main__":

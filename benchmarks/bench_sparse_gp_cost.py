@@ -20,7 +20,9 @@ then every method), so a busy machine's slow minutes hit numerator and denominat
 Memory: the process's peak resident set (``ru_maxrss``) after all of it, and the bytes of PMD's
 state at these settings (``16 × 2 × M² + ...`` float64 numbers).
 
-Run: ``python benchmarks/bench_sparse_gp_cost.py [--inducing 256] [--steps 10]``; prints one JSON object.
+Run: ``python benchmarks/bench_sparse_gp_cost.py [--inducing 256] [--steps 10]
+[--out results/benchmarks/sparse_gp_cost.json]``; writes the JSON report and its table (``.md``) and
+prints the report.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import numpy as np  # noqa: E402
 from bench_logistic_cost import timed_scan  # noqa: E402
 
 from pmd.models.sparse_gp import SparseGP  # noqa: E402
+from reports import benchmarks as bench_report  # noqa: E402
 from workflow import methods  # noqa: E402
 
 SPECS = {
@@ -84,6 +87,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
+    parser.add_argument("--out", default="results/benchmarks/sparse_gp_cost.json")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     train = {"x": rng.standard_normal((args.rows, args.dim)), "y": 0.1 * rng.standard_normal(args.rows)}
@@ -112,6 +116,7 @@ def main() -> None:
     m = args.inducing
     out["pmd_state_mib"] = 16 * (3 * m * m + 2 * m * args.dim + m + 2) * 8 / 2**20  # L, Λ, R + Z, h, ...
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    bench_report.write(args.out, out, bench_report.sparse_gp_cost)
     print(json.dumps(out, indent=1))
 
 

@@ -100,6 +100,19 @@ def test_mass_on_the_right_mode_is_read_off_the_grid():
     assert figure1.mass_right(np.where(right, np.log(3.0), 0.0) - 50.0, axes) == pytest.approx(9 / 13)
 
 
+def test_mixture_verdict_counts_runs_within_the_mass_tolerance_and_ranks_pmd():
+    stats = lambda mean: {"mean": mean, "std": 0.0, "runs": 3}  # noqa: E731
+    summary = {"floor": {"tv": 0.4, "tv_sharp": 0.1},
+               "methods": {"pmd": {"tv": stats(0.3), "tv_sharp": stats(0.15), "mass_theta1_positive": [0.5, 0.62, 0.8]},
+                           "npl": {"tv": stats(0.5), "tv_sharp": stats(0.12), "mass_theta1_positive": [0.54]},
+                           "smc": {"tv": stats(0.6), "tv_sharp": stats(0.3), "mass_theta1_positive": [0.3]}}}
+    text = figure1.verdict(summary, exact_mass=0.54)
+    assert "within 0.1 of the exact 0.540 in **2 of 3** runs (largest miss 0.260)" in text
+    assert "TV (paper's estimator): 0.75× the floor, ranks **1 of 3**" in text
+    assert "TV (LOO KDE): 1.50× the floor, ranks **2 of 3** (behind npl)" in text
+    assert figure1.verdict(summary, 0.54, label="pmd_paper") == ""
+
+
 def test_crashed_run_leaves_no_result_and_a_failed_mlflow_run(tmp_path, store, monkeypatch):
     config = config_mod.load(tiny_config(tmp_path))
     init_store(store, ["crash"])

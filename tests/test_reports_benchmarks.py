@@ -1,0 +1,84 @@
+"""The benchmarks write their reports as JSON plus a Markdown table (the README's cost blocks):
+the scripts' reports and the renderers agree on their fields (two scripts run end to end at tiny
+sizes), and a report is written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reports import benchmarks as bench_report
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_script(name: str, out: Path, *args: str) -> tuple[dict, str]:
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), "--out", str(out), *args],
+                   check=True, cwd=ROOT, capture_output=True, timeout=600)
+    return json.loads(out.read_text()), out.with_suffix(".md").read_text()
+
+
+def test_pmd_step_benchmark_writes_its_table(tmp_path):
+    report, table = run_script("bench_pmd_step.py", tmp_path / "pmd_step.json",
+                               "--particles", "64", "--dim", "4", "--batch", "8", "--repeats", "3")
+    assert set(report["strategies"]) == {"particles", "kde"}
+    for strategy, row in report["strategies"].items():
+        assert row["step_ms"] > 0 and row["core_ms"] > 0
+        assert f"| {strategy} |" in table
+        assert f"**{row['step_over_core']:.2f}**" in table  # the ratio in the table is the report's
+
+
+def test_sgld_benchmark_writes_its_table(tmp_path):
+    report, table = run_script("bench_sgld_vs_blackjax.py", tmp_path / "sgld.json",
+                               "--chains", "8", "--steps", "20", "--repeats", "2", "--num-data", "200", "--dim", "3",
+                               "--batch", "10")
+    assert report["ratio_fastest"] > 0
+    assert f"**{report['ratio_fastest']:.2f}**" in table
+
+
+@pytest.mark.parametrize("render, report, expected", [
+    (bench_report.logistic_cost,
+     {"backend": "cpu", "cpus": 2, "batch": 100, "dim": 51, "N": 1000, "passes": 5, "steps_timed": 3,
+      "reference_ms_per_step": 0.5,
+      "methods": {"pmd": {"us_per_point": 40.0, "ms_per_step": 4.0, "x_likelihood": 8.0, "full_run_hours": 0.1},
+                  "smc": {"us_per_point": 5.0, "ms_per_step": 0.5, "x_likelihood": 1.0, "full_run_hours": 0.01}},
+      "gibbs": {"1000": {"us_per_row": 0.9, "seconds_per_sweep": 0.0009}}, "gibbs_full_run_hours": 0.4},
+     ["| pmd | 8.00 | 40 | 6 min |", "| smc | 1.00 | 5 | 0.6 min (one pass) |", "0.9 µs (1,000 rows)", "24 min"]),
+    (bench_report.sparse_gp_cost,
+     {"backend": "cpu", "cpus": 2, "dtype": "float64", "rows": 100, "dim": 3, "inducing": 8, "batch": 4,
+      "steps_timed": 2, "rounds": 1, "cholesky_ms": {"median": 2.0, "min": 1.0},
+      "methods": {"pmd": {"ms_per_step": 32.0, "ms_min": 30.0, "x_cholesky": 16.0, "x_cholesky_per_particle": 1.0}},
+      "svi_over_gpjax": 0.5, "pmd_state_mib": 1.5, "peak_rss_mib": 900.0},
+     ["| pmd | 32 | 16.00 | 1.000 |", "**0.50×**", "900 MiB"]),
+    (bench_report.lda_cost,
+     {"corpus": "c", "documents": 10, "tokens_per_document": 25.0, "K": 100, "W": 50, "batch": 100, "platform": "cpu",
+      "ms_per_document": {"svi_hoffman": 0.25, "sklearn": 0.5}, "tokens_per_second": {"svi_hoffman": 1e5, "sklearn": 5e4},
+      "svi_speed_ratio": {"sklearn": 2.0}, "paper_run_hours": {"svi_hoffman": 0.05, "sklearn": 0.1}},
+     ["| svi_hoffman | 0.25 | 100,000 | 0.05 |", "2.00× sklearn's"]),
+    (bench_report.particle_methods,
+     {"settings": {"N": 1000, "batch": 10, "m": 300, "steps": 5, "rounds": 1, "device": "cpu"},
+      "ms_per_step": {"npl": 1.0, "npl_sequential": 2.0}, "us_per_point": {"npl": 100.0, "npl_sequential": 200.0},
+      "npl_parallel_speedup": 2.0, "svgd_over_blackjax": 0.6},
+     ["| npl | 1 | 100 |", "**2.00×**", "**0.60×**"]),
+])
+def test_each_table_carries_the_reports_numbers(tmp_path, render, report, expected):
+    out = tmp_path / "r.json"
+    bench_report.write(out, report, render)
+    assert json.loads(out.read_text()) == report
+    table = out.with_suffix(".md").read_text()
+    for text in expected:
+        assert text in table, (text, table)
+
+
+def test_a_report_that_cannot_be_rendered_leaves_the_old_files(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text("old")
+    with pytest.raises(KeyError):
+        bench_report.write(out, {"settings": {}}, bench_report.particle_methods)
+    assert out.read_text() == "old" and not out.with_suffix(".md").exists()
+    with pytest.raises(ValueError, match="give a .json path"):
+        bench_report.write(tmp_path / "r.md", {}, bench_report.particle_methods)
