@@ -10,7 +10,7 @@ A JSON summary of the final values goes beside the figure, and a Markdown table 
 (``table_mixture.md``): each score's final mean ± sd over seeds, and the posterior mass on
 ``θ1 > 0`` of every run's final density on the grid (the mode the paper's Figure 3 shows on the
 right) as its mean and its range over seeds, beside the exact mass; under the table, the paper's
-claim beside what PMD reached (:func:`verdict`).
+claim beside what PMD reached (:func:`verdict`) and issue 15's claims (:func:`particle_claims`).
 """
 
 from __future__ import annotations
@@ -133,6 +133,28 @@ def verdict(summary: dict, exact_mass: float, label: str = PMD_LABEL) -> str:
             f"every run, TV within {FLOOR_FACTOR:g}× the floor, ahead of every competitor): " + "; ".join(parts) + ".")
 
 
+def particle_claims(summary: dict, exact_mass: float) -> list[str]:
+    """Issue 15's claims beside the runs that test them, for the labels present: paper 001's (Fong et
+    al. 2019) that NPL's random restarts sample a multimodal posterior (every run's mass on ``θ1 > 0``
+    within ``MASS_TOLERANCE`` of the exact), and paper 002's (Yang et al.) that a growing batch
+    (``opvi``) beats a constant one (``svgd``) at equal data (LOO-KDE total variation, judged against
+    the two methods' spread over seeds)."""
+    methods, out = summary["methods"], []
+    for label in (k for k in ("npl", "npl_full") if k in methods):
+        miss = np.abs(np.asarray(methods[label]["mass_theta1_positive"]) - exact_mass)
+        out.append(f"\nPaper 001 (random restarts let NPL sample multimodal posteriors): `{label}`'s mass on θ1 > 0 "
+                   f"within {MASS_TOLERANCE} of the exact in **{int((miss <= MASS_TOLERANCE).sum())} of {len(miss)}** "
+                   f"runs (largest miss {miss.max():.3f}).")
+    if "opvi" in methods and "svgd" in methods:
+        a, b = methods["opvi"]["tv_sharp"], methods["svgd"]["tv_sharp"]
+        spread = math.hypot(a["std"], b["std"])
+        word = ("agrees" if b["mean"] - a["mean"] > spread else "reversed" if a["mean"] - b["mean"] > spread
+                else "within the seeds' spread")
+        out.append(f"\nPaper 002 (a growing batch beats a constant one at equal data): TV (LOO KDE) `opvi` "
+                   f"{a['mean']:.3g} ± {a['std']:.2g} against `svgd` {b['mean']:.3g} ± {b['std']:.2g}: **{word}**.")
+    return out
+
+
 def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) -> dict:
     """Render Figure 1 to ``out`` and Figure 3 beside it (``figure3.png``), with a summary JSON."""
     arrays, meta = load_npz(data_path)
@@ -175,8 +197,9 @@ def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) 
     with atomic_path(out.with_suffix(".json")) as tmp:
         tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
     with atomic_path(out.with_name("table_mixture.md")) as tmp:
-        tmp.write_text(table(summary, meta["mass_theta1_positive"], meta["floor_samples"]) + "\n"
-                       + verdict(summary, meta["mass_theta1_positive"]) + "\n")
+        tmp.write_text("\n".join([table(summary, meta["mass_theta1_positive"], meta["floor_samples"]),
+                                   verdict(summary, meta["mass_theta1_positive"]),
+                                   *particle_claims(summary, meta["mass_theta1_positive"])]) + "\n")
     return summary
 
 

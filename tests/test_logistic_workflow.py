@@ -14,7 +14,9 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from reports import table_logistic
 from workflow.config import DEFAULT_CONFIG
+from workflow.results import save_npz
 
 pytestmark = pytest.mark.slow
 
@@ -83,6 +85,7 @@ def test_reference_runs_and_reports(workspace):
         assert abs(summary["methods"][method]["test_error"]["mean"] - nuts_error) <= 4 / 60 + 1e-9
     text = table.read_text()
     assert all(f"| {m} | 1 |" in text for m in ("pmd", "jj_svi", "pg_gibbs")) and "98.8%" in text
+    assert "Issue 11's goal for `pmd` (mean within 1 reference sd" in text
     client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
     experiment = client.get_experiment_by_name("pmd-bench/logistic")
     names = {r.info.run_name for r in client.search_runs([experiment.experiment_id])}
@@ -95,3 +98,27 @@ def test_a_run_without_reference_or_with_unknown_method_fails_clearly(workspace)
     assert done.returncode == 2 and "pass --reference" in done.stderr
     done = cli("run", "logistic", "--method", "nope", "--seed", "0", "--data", str(data), "--out", str(root / "x.npz"))
     assert done.returncode == 2 and "'nope' is not in the config's logistic.methods" in done.stderr
+
+
+def _run_file(path, test_loglik, mean_error, log_std_ratio):
+    save_npz(path, {"visited": np.array([0, 10]), "curve/test_loglik": np.array([-1.0, test_loglik]),
+                    "curve/mean_error": np.array([9.0, mean_error]), "curve/log_std_ratio": np.array([1.0, log_std_ratio])},
+             {"seconds_per_visited": 1e-6, "visited": 10})
+
+
+def test_claims_judge_the_goal_and_the_papers_from_the_runs(tmp_path):
+    reference = tmp_path / "reference.npz"
+    save_npz(reference, {}, {"predictive": {"test_loglik": -0.040}})
+    runs = []
+    for method, seeds in {"pmd": [(-0.05, 0.8, 0.1), (-0.05, 0.9, -0.2)], "pmd_paper": [(-0.05, 2.0, 0.1)] * 2,
+                          "npl": [(-0.044, 2.3, -0.3), (-0.043, 2.3, -0.3)],
+                          "opvi": [(-0.048, 2.6, 0.2), (-0.048, 2.6, 0.2)], "svgd": [(-0.040, 1.5, -0.5)] * 2}.items():
+        for seed, values in enumerate(seeds):
+            runs.append(tmp_path / method / f"seed{seed}.npz")
+            _run_file(runs[-1], *values)
+    text = "\n".join(table_logistic.claims(reference, runs))
+    assert "`pmd` (mean within 1 reference sd, |log σ_q/σ_ref| < 0.2): 0.85 ± 0.05 sd and -0.05 ± 0.15: **met**" in text
+    assert "`pmd_paper`" in text and "2.00 ± 0.00 sd and +0.10 ± 0.00: **not met**" in text
+    assert "`npl` -0.0435 ± 0.0005 against the NUTS posterior's -0.0400, 7.0 seed sd below it" in text
+    assert "test log-lik `opvi` -0.0480 ± 0.0000 against `svgd` -0.0400 ± 0.0000" in text and "**reversed**" in text
+    assert table_logistic.claims(reference, runs[:2]) == [text.split("\n")[0]]  # only what it has runs for
