@@ -38,7 +38,7 @@ EXPERIMENTS = [
     ("mixture", "Mixture model (section 6, Figures 1 and 3; H.1)",
      "Section 6: PMD captures both modes of the Welling-Teh posterior and reaches the best total variation and "
      "cross entropy; Gibbs and SGLD get stuck in one mode and SVI fails.",
-     ["figure1.png", "figure3.png"]),
+     ["table_mixture.md", "figure1.png", "figure3.png"]),
     ("logistic", "Bayesian logistic regression (section 6, Figure 2(1); H.2)",
      "Section 6: on MNIST8M 6-vs-8 PMD reaches about 98.8% test accuracy, comparable to SVI and better than the "
      "other sampling methods.",
