@@ -9,6 +9,7 @@ brief's rule: a bare time on a shared machine says little; a same-run ratio says
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +25,9 @@ def _machine(report: dict[str, Any]) -> str:
     parts = [str(report[k]) for k in ("device", "backend", "platform") if k in report]
     if "cpus" in report:
         parts.append(f"{report['cpus']} CPUs")
+    if "load_average" in report:
+        parts.append(f"load average {report['load_average']:.1f} at the end (other jobs share the machine above "
+                     f"{report.get('cpus') or 1})")
     return ", ".join(parts) or "unrecorded machine"
 
 
@@ -34,7 +38,8 @@ def particle_methods(r: dict[str, Any]) -> str:
     rows = "\n".join(f"| {k} | {_fmt(r['ms_per_step'][k])} | {_fmt(r['us_per_point'][k])} |"
                      for k in r["ms_per_step"])
     return (f"Mixture (N = {s['N']}, batch {s['batch']}, m = {s['m']}), {s['steps']} steps timed in one jitted "
-            f"scan, median of {s['rounds']} interleaved rounds, on {s['device']}.\n\n"
+            f"scan, median of {s['rounds']} interleaved rounds, on "
+            f"{_machine({'device': s['device'], **{k: r[k] for k in ('cpus', 'load_average') if k in r}})}.\n\n"
             f"| method | ms / step | µs / point visited |\n|---|---|---|\n{rows}\n\n"
             f"NPL's replicates `vmap`-ed run **{r['npl_parallel_speedup']:.2f}×** as fast as the same update "
             f"`lax.map`-ed one replicate after another; our SVGD step takes **{r['svgd_over_blackjax']:.2f}×** "
@@ -119,8 +124,11 @@ def mnist8m_synth_memory(r: dict[str, Any]) -> str:
 
 def write(out: str | Path, report: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> None:
     """Write ``report`` to ``out`` (JSON) and its table to ``out`` with the suffix ``.md``, each atomically:
-    a crashed benchmark leaves the previous files whole."""
+    a crashed benchmark leaves the previous files whole. The machine's CPU count and its 1-minute load
+    average at the end are added to the report and shown in the table's caption: a ratio measured
+    while other jobs ran says so."""
     out = Path(out)
+    report = {**report, "cpus": report.get("cpus", os.cpu_count()), "load_average": os.getloadavg()[0]}
     if out.suffix != ".json":
         raise ValueError(f"benchmark output {out}: give a .json path (the .md table is written beside it)")
     markdown = render(report)

@@ -68,7 +68,8 @@ def test_sgld_benchmark_writes_its_table(tmp_path):
 def test_each_table_carries_the_reports_numbers(tmp_path, render, report, expected):
     out = tmp_path / "r.json"
     bench_report.write(out, report, render)
-    assert json.loads(out.read_text()) == report
+    assert {k: v for k, v in json.loads(out.read_text()).items() if k not in ("load_average", "cpus")} == {
+        k: v for k, v in report.items() if k != "cpus"}
     table = out.with_suffix(".md").read_text()
     for text in expected:
         assert text in table, (text, table)
