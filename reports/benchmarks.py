@@ -21,8 +21,14 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:,.0f}"
 
 
+def _duration(hours: float) -> str:
+    """A run time in the unit that reads best: seconds, minutes or hours."""
+    seconds = 3600 * hours
+    return f"{seconds:.2g} s" if seconds < 90 else f"{seconds / 60:.3g} min" if seconds < 5400 else f"{hours:.3g} h"
+
+
 def _machine(report: dict[str, Any]) -> str:
-    parts = [str(report[k]) for k in ("device", "backend", "platform") if k in report]
+    parts = list(dict.fromkeys(str(report[k]) for k in ("device", "backend", "platform") if k in report))
     if "cpus" in report:
         parts.append(f"{report['cpus']} CPUs")
     if "load_average" in report:
@@ -51,7 +57,7 @@ def logistic_cost(r: dict[str, Any]) -> str:
     per point, and the extrapolated paper-scale run; Pólya-Gamma Gibbs per row against the rows swept."""
     rows = "\n".join(
         f"| {k} | {v['x_likelihood']:.2f} | {_fmt(v['us_per_point'])} | "
-        f"{_fmt(60 * v['full_run_hours'])} min{' (one pass)' if k == 'smc' else ''} |"
+        f"{_duration(v['full_run_hours'])}{' (one pass)' if k == 'smc' else ''} |"
         for k, v in r["methods"].items())
     gibbs = ", ".join(f"{_fmt(v['us_per_row'])} µs ({int(n):,} rows)" for n, v in r["gibbs"].items())
     return (f"Batch {r['batch']}, d = {r['dim']}, {r['steps_timed']} steps timed after warm-up, evaluation "
@@ -61,7 +67,7 @@ def logistic_cost(r: dict[str, Any]) -> str:
             f"| method | step ÷ likelihood of 1000 particles | µs per data point visited | full run |\n"
             f"|---|---|---|---|\n{rows}\n\n"
             f"Pólya-Gamma Gibbs, per row per sweep: {gibbs}; 1,100 sweeps of {r['N']:,} rows: "
-            f"{_fmt(60 * r['gibbs_full_run_hours'])} min.")
+            f"{_duration(r['gibbs_full_run_hours'])}.")
 
 
 def sparse_gp_cost(r: dict[str, Any]) -> str:
@@ -82,13 +88,13 @@ def sparse_gp_cost(r: dict[str, Any]) -> str:
 def lda_cost(r: dict[str, Any]) -> str:
     """``bench_lda_cost.py``: ms per document, tokens per second, the paper's run extrapolated, and
     our online VB's speed against scikit-learn's and gensim's."""
-    rows = "\n".join(f"| {k} | {_fmt(v)} | {r['tokens_per_second'][k]:,.0f} | {_fmt(r['paper_run_hours'][k])} |"
+    rows = "\n".join(f"| {k} | {_fmt(v)} | {r['tokens_per_second'][k]:,.0f} | {_duration(r['paper_run_hours'][k])} |"
                      for k, v in r["ms_per_document"].items())
     ratio = ", ".join(f"{r['svi_speed_ratio'][p]:.2f}× {p}'s" for p in r["svi_speed_ratio"])
     return (f"{r['documents']:,} documents of `{r['corpus']}` ({r['tokens_per_document']:.1f} tokens each on "
             f"average), K = {r['K']}, W = {r['W']:,}, batch {r['batch']}, steady state after compilation, evaluation "
             f"excluded, on {_machine(r)}. Tomotopy: per document-sweep of its collapsed Gibbs sampler.\n\n"
-            f"| method | ms / document | tokens / s | paper's run (h) |\n|---|---|---|---|\n{rows}\n\n"
+            f"| method | ms / document | tokens / s | paper's run |\n|---|---|---|---|\n{rows}\n\n"
             f"Our online VB (`svi_hoffman`) processes tokens at {ratio} rate (same run, same batches).")
 
 

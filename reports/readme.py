@@ -6,7 +6,8 @@ benchmark wrote, verbatim; ``rate.json`` as one sentence), indented like its ope
 snapshot of those files (``docs/readme_sources.json``); ``pmd-bench readme --check --sources
 docs/readme_sources.json`` re-renders the blocks from the snapshot and fails when README.md
 differs, so a number typed by hand into a block, or a block edited without its source, fails
-``tests/test_readme_generated.py``.
+``tests/test_readme_generated.py``; so does a measured number typed into the results section's prose
+(:func:`typed_numbers`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,25 @@ def drifted(readme: str, sources: dict[str, str]) -> list[str]:
     """Names of the blocks whose text differs from what ``sources`` render."""
     fresh = {m["name"]: m.group(0) for m in blocks(render(readme, sources))}
     return [m["name"] for m in blocks(readme) if fresh[m["name"]] != m.group(0)]
+
+
+RESULTS_HEADING = "## Results"
+# a decimal (not a section number such as H.3.1), a percentage, or a ratio such as 3.2× or 12x
+MEASURED = re.compile(r"(?<![\w.])\d[\d,]*\.\d+(?!\.\d)|\d\s?%|\d\s?[×x](?![\w²])")
+
+
+def typed_numbers(readme: str) -> list[str]:
+    """The lines of the README's results section (from ``## Results`` to the next ``## `` heading)
+    that hold a measured-looking number outside a generated block and outside code (inline or
+    fenced, where settings and formulas are written): such a number was typed by hand."""
+    start = readme.find(f"\n{RESULTS_HEADING}\n")
+    if start < 0:
+        raise ValueError(f"README.md has no '{RESULTS_HEADING}' section")
+    end = readme.find("\n## ", start + 1)
+    section = readme[start:end if end > 0 else len(readme)]
+    section = BLOCK.sub("", section)
+    section = re.sub(r"```.*?```", "", section, flags=re.S)
+    return [line for line in section.split("\n") if MEASURED.search(re.sub(r"`[^`]*`", "", line))]
 
 
 def read_sources(readme: str, root: Path = ROOT) -> dict[str, str]:

@@ -38,3 +38,18 @@ def test_rate_sentence_is_rendered_from_rate_json():
 def test_a_report_files_headings_do_not_break_the_readme_outline():
     text = readme.render_source("results/figures/table.md", "# Title\n\nbudget\n\n## accuracy\n\n| a |\n|---|\n| 1 |\n")
     assert text == "budget\n\n**accuracy**\n\n| a |\n|---|\n| 1 |"
+
+
+def test_no_measured_number_is_typed_into_the_results_prose():
+    assert readme.typed_numbers(TEXT) == []
+
+
+def test_a_number_typed_into_the_prose_is_caught_and_settings_are_not():
+    head = "# x\n\n## Results\n\nIntro.\n\n"
+    block = "<!-- generated: t from results/t.md -->\n| 98.76 | 3.2× |\n<!-- /generated: t -->\n"
+    tail = "\n## Next\n\nOutside the section: 0.5\n"
+    clean = ("Settings `m = 1500`, `ε = 0.005`, H.3.1 and eq. 19, 4 chains × 1000 draws, `2.5×`, M = 2¹⁰.\n"
+             "```\nspeed 1.5x\n```\n")
+    assert readme.typed_numbers(head + block + clean + tail) == []
+    for typed in ["PMD reaches 98.72 accuracy.", "an error 12% lower", "ours is 3.2× faster", "ours is 12x faster"]:
+        assert readme.typed_numbers(head + block + clean + typed + "\n" + tail) == [typed]
