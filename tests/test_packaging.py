@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = set(project["dependencies"]) | set(project["optional-dependencies"]["test"])
+    wanted = set(project["dependencies"]).union(*project["optional-dependencies"].values())
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     assert set(pip) - {"-e ."} == wanted
@@ -20,5 +20,5 @@ def test_environment_yml_matches_pyproject():
 
 def test_every_dependency_is_pinned_or_bounded():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    for dep in project["dependencies"] + project["optional-dependencies"]["test"]:
+    for dep in project["dependencies"] + sum(project["optional-dependencies"].values(), []):
         assert "==" in dep or ("<" in dep and ">=" in dep), dep

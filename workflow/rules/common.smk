@@ -6,10 +6,19 @@ import sys
 
 import yaml
 
+from workflow.resources import job_resources
+
 ALL_TARGETS = []
 # The CLI through this interpreter: no PATH set-up needed (`pmd-bench` is the same entry point).
 PMD_BENCH = f"{shlex.quote(sys.executable)} -m workflow.cli"
 RESOLVED_CONFIG = f"{RESULTS}/config.yaml"
+
+# Written from the config (and the store below, tracking.smk): on the submitting host under a cluster
+# profile. Every rule's threads and resources: workflow/resources.py (docs/cluster.md).
+localrules:
+    resolved_config,
+    tracking_store,
+
 
 # One XLA thread per job: Snakemake's --cores decides the parallelism, not each JAX process.
 shell.prefix("export XLA_FLAGS='--xla_cpu_multi_thread_eigen=false'; ")
@@ -20,6 +29,9 @@ rule resolved_config:
         RESOLVED_CONFIG,
     params:
         config=json.dumps(config, sort_keys=True),
+    threads: 1
+    resources:
+        **job_resources("resolved_config", config),
     run:
         import os, tempfile
 

@@ -60,5 +60,8 @@ for _corpus in (False, True):
             options=_prepare_options,
         log:
             f"{RESULTS}/logs/datasets/{{dataset}}.json",
+        threads: 1
+        resources:
+            **job_resources("dataset_corpus" if _corpus else "dataset_file", config),
         shell:
             f"{_DATA_CLI} prepare {{wildcards.dataset}} --out {{output:q}} {{params.options}} > {{log:q}}"

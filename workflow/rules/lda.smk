@@ -46,6 +46,8 @@ else:
         log:
             f"{RESULTS}/logs/lda/{{method}}-seed{{seed}}.log",
         threads: 1
+        resources:
+            **job_resources("lda_run", config),
         shell:
             PMD_BENCH + " --config {input.config} run lda --method {wildcards.method} --seed {wildcards.seed}"
             + " --data {input.data} --out {output} > {log} 2>&1"
@@ -63,6 +65,9 @@ else:
             figure5=FIGURE5,
         log:
             f"{RESULTS}/logs/lda/figures.log",
+        threads: 1
+        resources:
+            **job_resources("lda_figures", config),
         shell:
             "(" + PMD_BENCH + " report lda --data {input.data} --runs {input.runs} --out {output.table}"
             + " --figure {output.figure} && " + PMD_BENCH + " --config {input.config} report figure5"
@@ -92,6 +97,8 @@ else:
             log:
                 f"{RESULTS}/logs/lda/grid-{{method}}-{{point}}-seed{{seed}}.log",
             threads: 1
+            resources:
+                **job_resources("lda_grid_run", config),
             shell:
                 PMD_BENCH + " --config {input.config} run lda --method {wildcards.method} --seed {wildcards.seed}"
                 + " --data {input.data} --params {params.spec:q} --out {output} > {log} 2>&1"
@@ -105,5 +112,8 @@ else:
                 TABLE_LDA_GRID,
             log:
                 f"{RESULTS}/logs/lda/grid.log",
+            threads: 1
+            resources:
+                **job_resources("lda_grid_table", config),
             shell:
                 PMD_BENCH + " report lda-grid --data {input.data} --runs {input.runs} --out {output} > {log} 2>&1"

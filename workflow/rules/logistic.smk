@@ -20,6 +20,8 @@ rule logistic_reference:
     log:
         f"{RESULTS}/logs/logistic_reference.log",
     threads: 1
+    resources:
+        **job_resources("logistic_reference", config),
     shell:
         PMD_BENCH + " --config {input.config} reference logistic --data {input.data} --out {output} > {log} 2>&1"
 
@@ -38,6 +40,8 @@ rule logistic_run:
     log:
         f"{RESULTS}/logs/logistic/{{method}}-seed{{seed}}.log",
     threads: 1
+    resources:
+        **job_resources("logistic_run", config),
     shell:
         PMD_BENCH + " --config {input.config} run logistic --method {wildcards.method} --seed {wildcards.seed}"
         + " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"
@@ -53,6 +57,9 @@ rule logistic_figures:
         table=TABLE_LOGISTIC,
     log:
         f"{RESULTS}/logs/logistic_figures.log",
+    threads: 1
+    resources:
+        **job_resources("logistic_figures", config),
     shell:
         "(" + PMD_BENCH + " report figure2 --data {input.reference} --runs {input.runs} --out {output.figure2}"
         + " && " + PMD_BENCH + " report table-logistic --data {input.reference} --runs {input.runs}"

@@ -14,6 +14,9 @@ rule mixture_data:
         f"{MIX_DIR}/data.npz",
     log:
         f"{RESULTS}/logs/mixture_data.log",
+    threads: 1
+    resources:
+        **job_resources("mixture_data", config),
     shell:
         PMD_BENCH + " --config {input.config} make-data mixture --out {output} > {log} 2>&1"
 
@@ -31,6 +34,8 @@ rule mixture_run:
     log:
         f"{RESULTS}/logs/mixture/{{method}}-seed{{seed}}.log",
     threads: 1
+    resources:
+        **job_resources("mixture_run", config),
     shell:
         PMD_BENCH + " --config {input.config} run mixture --method {wildcards.method} --seed {wildcards.seed}"
         + " --data {input.data} --out {output} > {log} 2>&1"
@@ -47,5 +52,8 @@ rule mixture_figures:
         table=f"{RESULTS}/figures/table_mixture.md",
     log:
         f"{RESULTS}/logs/mixture_figures.log",
+    threads: 1
+    resources:
+        **job_resources("mixture_figures", config),
     shell:
         PMD_BENCH + " report figure1 --data {input.data} --runs {input.runs} --out {output.figure1} > {log} 2>&1"

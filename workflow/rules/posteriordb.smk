@@ -32,6 +32,8 @@ else:
         log:
             f"{RESULTS}/logs/posteriordb/floor-{{posterior}}.log",
         threads: 1
+        resources:
+            **job_resources("posteriordb_floor", config),
         shell:
             PMD_BENCH + " --config {input.config} floor posteriordb --posterior {wildcards.posterior}"
             + " --out {output} > {log} 2>&1"
@@ -49,6 +51,8 @@ else:
         log:
             f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}-seed{{seed}}.log",
         threads: 1
+        resources:
+            **job_resources("posteriordb_run", config),
         shell:
             PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
             + " --posterior {wildcards.posterior} --seed {wildcards.seed} --out {output} > {log} 2>&1"
@@ -68,6 +72,9 @@ else:
             figure=FIGURE_POSTERIORDB,
         log:
             f"{RESULTS}/logs/posteriordb_report.log",
+        threads: 1
+        resources:
+            **job_resources("posteriordb_report", config),
         shell:
             PMD_BENCH + " report posteriordb --data {input.floors} --runs {input.runs} --out {output.table}"
             + " --figure {output.figure} > {log} 2>&1"

@@ -13,5 +13,8 @@ rule rate:
         seeds=config["rate"]["seeds"],
     log:
         f"{RESULTS}/logs/rate.log",
+    threads: 1
+    resources:
+        **job_resources("rate", config),
     shell:
         PMD_BENCH + " rate --particles {params.particles} --seeds {params.seeds} --out {output.result} > {log} 2>&1"

@@ -12,5 +12,8 @@ if "regress" in config:
             config["regress"]["baseline"],
         log:
             f"{RESULTS}/logs/regress_baseline.log",
+        threads: 1
+        resources:
+            **job_resources("regress_baseline", config),
         shell:
             PMD_BENCH + " --config {input.config} regress --write-baseline --results " + RESULTS + " > {log} 2>&1"

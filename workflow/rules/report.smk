@@ -15,5 +15,8 @@ rule report_html:
         REPORT,
     log:
         f"{RESULTS}/logs/report_html.log",
+    threads: 1
+    resources:
+        **job_resources("report_html", config),
     shell:
         PMD_BENCH + " --config {input.config} report-html --out {output} > {log} 2>&1"

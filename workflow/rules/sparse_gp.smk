@@ -29,6 +29,9 @@ else:
             f"{RESULTS}/data/msd-standin.npz",
         log:
             f"{RESULTS}/logs/sparse_gp/standin.log",
+        threads: 1
+        resources:
+            **job_resources("sparse_gp_standin", config),
         shell:
             PMD_BENCH + " --config {input.config} make-data sparse_gp --out {output} > {log} 2>&1"
 
@@ -43,6 +46,9 @@ else:
             problem="|".join(SGP_PROBLEMS),
         log:
             f"{RESULTS}/logs/sparse_gp/{{problem}}-truth.log",
+        threads: 1
+        resources:
+            **job_resources("sparse_gp_truth", config),
         shell:
             PMD_BENCH + " --config {input.config} reference sparse_gp --problem {wildcards.problem}"
             + " --data {input.data} --out {output} > {log} 2>&1"
@@ -62,6 +68,8 @@ else:
         log:
             f"{RESULTS}/logs/sparse_gp/{{problem}}-{{method}}-seed{{seed}}.log",
         threads: 1
+        resources:
+            **job_resources("sparse_gp_run", config),
         shell:
             PMD_BENCH + " --config {input.config} run sparse_gp --problem {wildcards.problem}"
             + " --method {wildcards.method} --seed {wildcards.seed} --data {input.data}"
@@ -78,6 +86,9 @@ else:
             table=TABLE_SGP,
         log:
             f"{RESULTS}/logs/sparse_gp/figures.log",
+        threads: 1
+        resources:
+            **job_resources("sparse_gp_figures", config),
         shell:
             PMD_BENCH + " report sparse-gp --data {input.truths} --runs {input.runs} --out {output.table}"
             + " --figure {output.figure} > {log} 2>&1"
@@ -90,5 +101,8 @@ else:
             FIGURE4,
         log:
             f"{RESULTS}/logs/sparse_gp/figure4.log",
+        threads: 1
+        resources:
+            **job_resources("sparse_gp_figure4", config),
         shell:
             PMD_BENCH + " report figure4 --data {input.truth} --runs {input.runs} --out {output} > {log} 2>&1"

@@ -23,6 +23,8 @@ else:
         log:
             f"{RESULTS}/logs/table1/{{part}}-{{method}}.log",
         threads: 1
+        resources:
+            **job_resources("table1_measure", config),
         shell:
             PMD_BENCH + " --config {input.config} table1 {wildcards.part} --method {wildcards.method}"
             + " --out {output} > {log} 2>&1"
@@ -35,6 +37,8 @@ else:
         log:
             f"{RESULTS}/logs/table1/black_box.log",
         threads: 1
+        resources:
+            **job_resources("table1_black_box", config),
         shell:
             PMD_BENCH + " --config {input.config} table1 black-box --out {output} > {log} 2>&1"
 
@@ -51,6 +55,9 @@ else:
             figure=f"{RESULTS}/figures/table1.png",
         log:
             f"{RESULTS}/logs/table1/render.log",
+        threads: 1
+        resources:
+            **job_resources("table1_render", config),
         shell:
             PMD_BENCH + " --config {input.config} table1 render --theorem5 {input.theorem5} --rates {input.rates}"
             + " --costs {input.costs} --black-box {input.black_box} --out {output.table} > {log} 2>&1"

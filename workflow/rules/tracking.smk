@@ -18,6 +18,9 @@ rule tracking_store:
         f"{RESULTS}/.tracking-store",
     log:
         f"{RESULTS}/logs/tracking_store.log",
+    threads: 1
+    resources:
+        **job_resources("tracking_store", config),
     shell:
         PMD_BENCH + " --config {input} init-store --marker {output} > {log} 2>&1"
 

@@ -1,0 +1,109 @@
+"""The cluster profiles (issue 16, docs/cluster.md): a dry run under workflow/profiles/slurm lists
+every job of the paper config with its threads, mem_mb and runtime, without SLURM installed, and
+the resources follow the config's sizes (workflow/resources.py)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflow import resources
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+RULE = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?=^\S)", re.S | re.M)
+
+pytest.importorskip("snakemake_executor_plugin_slurm", reason="the cluster extra: pip install -e '.[cluster]'")
+
+
+def dry_run(profile: str, config: str) -> list[tuple[str, dict[str, str]]]:
+    """``(rule, resources)`` of every job ``snakemake --profile <profile> -n`` lists (rule all left out)."""
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": "http://mlflow.invalid:5000",
+        "PMD_BENCH_DATA_DIR": "/tmp/pmd-bench-shared-data",
+        # no SLURM binaries: the directories holding sbatch are dropped from PATH
+        "PATH": os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not Path(d, "sbatch").exists()),
+    }
+    assert shutil.which("sbatch", path=env["PATH"]) is None
+    done = subprocess.run(
+        [str(SNAKEMAKE), "--profile", f"workflow/profiles/{profile}", "-n", "--configfile", config],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    jobs = []
+    for name, body in RULE.findall(done.stdout + "\n."):
+        if name == "all":
+            continue
+        line = re.search(r"^\s+resources: (.*)$", body, re.M)
+        assert line, f"job of rule {name} lists no resources:\n{body}"
+        listed = dict(item.split("=", 1) for item in line.group(1).split(", "))
+        # Snakemake prints a job's threads only when there are more than 1
+        threads = re.search(r"^\s+threads: (\d+)$", body, re.M)
+        jobs.append((name, {**listed, "threads": threads.group(1) if threads else "1"}))
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def paper_jobs():
+    return dry_run("slurm", "workflow/config/paper.yaml")
+
+
+def test_every_paper_job_lists_threads_memory_and_runtime(paper_jobs):
+    rules = {name for name, _ in paper_jobs}
+    assert {"mixture_run", "logistic_run", "sparse_gp_run", "lda_run", "lda_grid_run"} <= rules
+    assert len(paper_jobs) > 400
+    for name, listed in paper_jobs:
+        assert int(listed["threads"]) == 1, name
+        assert int(listed["mem_mb"]) >= resources.PROCESS_MB, name
+        assert int(listed["runtime"]) >= resources.MIN_RUNTIME_MIN, name
+        assert listed["slurm_partition"] == "CHANGE_ME", name
+
+
+def test_every_rule_declares_threads_and_resources():
+    """A rule left to Snakemake's defaults would be listed without a runtime: each declares both."""
+    for path in sorted((ROOT / "workflow/rules").glob("*.smk")):
+        text = path.read_text()
+        blocks = re.split(r"^\s*rule\b", text, flags=re.M)[1:]
+        assert blocks, path
+        for block in blocks:
+            assert "threads:" in block and "**job_resources(" in block, (path.name, block[:80])
+
+
+def test_paper_runs_ask_more_than_the_default_configs(paper_jobs):
+    default = dry_run("slurm", "workflow/config/default.yaml")
+
+    def largest(jobs, rule, key):
+        return max(int(listed[key]) for name, listed in jobs if name == rule)
+
+    for rule in ("mixture_run", "logistic_run", "sparse_gp_run"):
+        assert largest(paper_jobs, rule, "runtime") > largest(default, rule, "runtime"), rule
+    for rule in ("logistic_run", "sparse_gp_run"):
+        assert largest(paper_jobs, rule, "mem_mb") > largest(default, rule, "mem_mb"), rule
+
+
+def test_estimate_scales_from_the_anchor():
+    """At the anchor's own work and size a job asks the measurement times the safety factors."""
+    config = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
+    anchor = resources.ANCHORS["mixture_run"]
+    job = resources.estimate("mixture_run", config, {"method": "smc"})  # the rate's anchor: 1,500 × 500 steps
+    seconds = resources.RUNTIME_SAFETY * (anchor.fixed_s + 744)
+    assert job["runtime"] == -(-seconds // 60)
+    assert job["mem_mb"] == -(-resources.MEMORY_SAFETY * anchor.peak_mb // 1)
+    twice = {**config, "mixture": {**config["mixture"], "num_data": 2000}}
+    assert resources.estimate("mixture_run", twice, {"method": "smc"})["runtime"] > job["runtime"]
+
+
+def test_unknown_names_are_reported():
+    config = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
+    with pytest.raises(KeyError, match="rule 'nope'"):
+        resources.job_resources("nope", config)
+    with pytest.raises(KeyError, match="method 'nope'"):
+        resources.estimate("mixture_run", config, {"method": "nope"})
+    with pytest.raises(KeyError, match="dataset 'nope'"):
+        resources.dataset_rows(config, "nope")
