@@ -24,7 +24,7 @@ from .algorithm import PMD, PMDState
 from .interface import ConfigError, InferenceMethod
 from .model import Model, ModelError
 from .posterior import GaussianPosterior, KDEPosterior, MixturePosterior, ParticlePosterior, Posterior
-from .runner import RunResult, run
+from .runner import RunResult, run, run_batched
 
 __version__ = "0.1.0"
 
@@ -42,5 +42,6 @@ __all__ = [
     "Posterior",
     "RunResult",
     "run",
+    "run_batched",
     "__version__",
 ]

@@ -61,6 +61,31 @@ def batch_indices(seed: int, num_data: int, batch_size: int, num_steps: int) -> 
     return np.concatenate(perms)[:need].reshape(num_steps, batch_size)
 
 
+@dataclass
+class _Plan:
+    """What one repetition of a run consumes: its keys and its batches (derived from its key alone)."""
+
+    k_init: Array
+    k_eval: Array
+    indices: np.ndarray
+    step_keys: Array
+
+
+def _plan(method: InferenceMethod, data: Any, key: Array, batch_size: int, num_passes: float) -> _Plan:
+    num_data = _data_size(data)
+    if num_data != method.data_size:
+        raise ConfigError(f"the data set has {num_data} rows but the method was built with "
+                          f"data_size={method.data_size}")
+    require_positive_int("batch_size", batch_size)
+    if not num_passes > 0:
+        raise ConfigError(f"num_passes must be positive, got {num_passes!r}")
+    num_steps = max(1, math.ceil(num_passes * num_data / batch_size))
+    k_init, k_data, k_steps, k_eval = jax.random.split(key, 4)
+    seed = int(jax.random.randint(k_data, (), 0, 2**31 - 1))
+    return _Plan(k_init, k_eval, batch_indices(seed, num_data, batch_size, num_steps),
+                 jax.random.split(k_steps, num_steps))
+
+
 def run(
     method: InferenceMethod,
     data: Any,
@@ -89,73 +114,116 @@ def run(
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
     sampling scans all of them); otherwise a step visits ``batch_size`` points.
     """
-    num_data = _data_size(data)
-    if num_data != method.data_size:
-        raise ConfigError(f"the data set has {num_data} rows but the method was built with "
-                          f"data_size={method.data_size}")
-    require_positive_int("batch_size", batch_size)
-    if not num_passes > 0:
-        raise ConfigError(f"num_passes must be positive, got {num_passes!r}")
-    num_steps = max(1, math.ceil(num_passes * num_data / batch_size))
-    k_init, k_data, k_steps, k_eval = jax.random.split(key, 4)
-    seed = int(jax.random.randint(k_data, (), 0, 2**31 - 1))
-    indices = batch_indices(seed, num_data, batch_size, num_steps)
-    step_keys = jax.random.split(k_steps, num_steps)
+    plan = _plan(method, data, key, batch_size, num_passes)
+    (result,) = _drive(method, data, [plan], batched=False, batch_size=batch_size, eval_every=eval_every,
+                       evaluate=evaluate, loggers=[logger])
+    return result
+
+
+def run_batched(
+    method: InferenceMethod,
+    data: Any,
+    keys: list[Array],
+    *,
+    batch_size: int,
+    num_passes: float = 1.0,
+    eval_every: int | None = None,
+    evaluate: Callable[[Posterior, Array], Mapping[str, float]] | None = None,
+    loggers: list[Logger | None] | None = None,
+) -> list[RunResult]:
+    """Repetitions of :func:`run`, one per key, as one vectorised program (issue 16): each
+    repetition's batches and step keys are derived from its key exactly as :func:`run` derives
+    them, the states are stacked along a leading axis, and one jitted ``vmap`` of the ``lax.scan``
+    advances all of them between evaluations (one compilation, one device). Evaluation and logging
+    stay per repetition, on its slice of the state, so every :class:`RunResult` has the form of
+    :func:`run`'s and the same numbers up to floating-point reassociation in the batched kernels.
+
+    The method must be pure JAX (its ``step`` traceable under ``vmap``); the peers that call other
+    libraries are not. ``step_seconds`` of each result is the batch's stepping time divided by the
+    number of repetitions (its share of the one program).
+    """
+    if not keys:
+        raise ConfigError("run_batched needs at least one key")
+    loggers = [None] * len(keys) if loggers is None else list(loggers)
+    if len(loggers) != len(keys):
+        raise ConfigError(f"run_batched got {len(keys)} keys but {len(loggers)} loggers")
+    plans = [_plan(method, data, key, batch_size, num_passes) for key in keys]
+    return _drive(method, data, plans, batched=True, batch_size=batch_size, eval_every=eval_every,
+                  evaluate=evaluate, loggers=loggers)
+
+
+def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, eval_every: int | None,
+           evaluate, loggers) -> list[RunResult]:
+    """The loop shared by :func:`run` (one plan, no ``vmap``) and :func:`run_batched` (stacked plans)."""
     device_data = jax.tree_util.tree_map(jnp.asarray, data)
+    num_steps = len(plans[0].indices)
 
     def body(state, inputs):
         k, idx = inputs
         batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), device_data)
         return method.step(k, state, batch)
 
-    advance = jax.jit(lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx)))
+    scan = lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx))  # noqa: E731
+    if batched:
+        advance = jax.jit(jax.vmap(scan))
+        state = jax.vmap(method.init)(jnp.stack([p.k_init for p in plans]))
+        step_keys = jnp.stack([p.step_keys for p in plans])
+        indices = np.stack([p.indices for p in plans])
+        window = lambda a, b: (step_keys[:, a:b], indices[:, a:b])  # noqa: E731
+        piece = lambda tree, i: jax.tree_util.tree_map(lambda x: x[i], tree)  # noqa: E731
+    else:
+        advance = jax.jit(scan)
+        state = method.init(plans[0].k_init)
+        window = lambda a, b: (plans[0].step_keys[a:b], plans[0].indices[a:b])  # noqa: E731
+        piece = lambda tree, i: tree  # noqa: E731
 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
-    state = method.init(k_init)
-    visited, done, step_seconds, eval_seconds = 0, 0, 0.0, 0.0
-    curves: dict[str, list] = {}
-    marks: list[int] = []
-    infos: list[dict] = []
+    n = len(plans)
+    visited, done, step_seconds, eval_seconds = [0] * n, 0, 0.0, [0.0] * n
+    curves: list[dict[str, list]] = [{} for _ in plans]
+    marks: list[list[int]] = [[] for _ in plans]
+    infos: list[list[dict]] = [[] for _ in plans]
 
-    def record(extra: Mapping[str, float]):
-        nonlocal eval_seconds
+    def record(i: int, extra: Mapping[str, float]):
         t0 = time.perf_counter()
-        values = dict(evaluate(method.posterior(state), jax.random.fold_in(k_eval, done))) if evaluate else {}
+        values = (dict(evaluate(method.posterior(piece(state, i)), jax.random.fold_in(plans[i].k_eval, done)))
+                  if evaluate else {})
         values.update(extra)
-        values["wall_time"] = step_seconds
-        eval_seconds += time.perf_counter() - t0
-        marks.append(visited)
+        values["wall_time"] = step_seconds / n
+        eval_seconds[i] += time.perf_counter() - t0
+        marks[i].append(visited[i])
         for name, value in values.items():
-            curves.setdefault(name, []).append(float(value))
-        if logger is not None:
-            logger.log_metrics(values, step=visited)
+            curves[i].setdefault(name, []).append(float(value))
+        if loggers[i] is not None:
+            loggers[i].log_metrics(values, step=visited[i])
 
     if eval_every is not None:
-        record({})
+        for i in range(n):
+            record(i, {})
     progress = tqdm(total=num_steps, desc=type(method).__name__, unit=" steps", mininterval=1.0)
     while done < num_steps:
         k = min(per_eval, num_steps - done)
         t0 = time.perf_counter()
-        state, info = advance(state, step_keys[done:done + k], indices[done:done + k])
+        state, info = advance(state, *window(done, done + k))
         jax.block_until_ready(state)
         step_seconds += time.perf_counter() - t0
         info = jax.tree_util.tree_map(np.asarray, info)
-        infos.append(info)
-        visited += int(np.sum(info["visited"])) if "visited" in info else k * batch_size
         done += k
         progress.update(k)
-        if eval_every is not None or done == num_steps:
-            last = {name: float(np.asarray(v)[-1]) for name, v in info.items() if np.ndim(v) == 1}
-            record(last)
+        for i in range(n):
+            mine = piece(info, i)
+            infos[i].append(mine)
+            visited[i] += int(np.sum(mine["visited"])) if "visited" in mine else k * batch_size
+            if eval_every is not None or done == num_steps:
+                record(i, {name: float(np.asarray(v)[-1]) for name, v in mine.items() if np.ndim(v) == 1})
     progress.close()
-    info_trace = {name: np.concatenate([np.atleast_1d(i[name]) for i in infos]) for name in infos[0]} if infos else {}
-    return RunResult(
-        state=state,
-        posterior=method.posterior(state),
-        visited=np.asarray(marks),
-        curves={name: np.asarray(v) for name, v in curves.items()},
-        step_seconds=step_seconds,
-        eval_seconds=eval_seconds,
-        num_steps=num_steps,
-        info=info_trace,
-    )
+    results = []
+    for i in range(n):
+        trace = ({name: np.concatenate([np.atleast_1d(step[name]) for step in infos[i]]) for name in infos[i][0]}
+                 if infos[i] else {})
+        final = piece(state, i)
+        results.append(RunResult(state=final, posterior=method.posterior(final), visited=np.asarray(marks[i]),
+                                 curves={name: np.asarray(v) for name, v in curves[i].items()},
+                                 step_seconds=step_seconds / n, eval_seconds=eval_seconds[i], num_steps=num_steps,
+                                 info=trace))
+    return results
