@@ -122,6 +122,16 @@ def sgld_vs_blackjax(r: dict[str, Any]) -> str:
             f"noise; typical |w| {r['typical_abs_w']:.3f}).")
 
 
+def batched_seeds(r: dict[str, Any]) -> str:
+    """``bench_batched_seeds.py``: repetitions as one vectorised program against one after another."""
+    rows = "\n".join(f"| {k} | {_fmt(v['sequential_s'])} | {_fmt(v['batched_s'])} | **{v['speedup']:.2f}×** |"
+                     for k, v in r["methods"].items())
+    return (f"{r['seeds']} seeds of the mixture (N = {r['N']:,}, batch {r['batch']}, {r['steps']} steps, "
+            f"m = {r['particles']}), wall time of the whole call with compilation, best of {r['rounds']} rounds, "
+            f"on {_machine(r)}.\n\n"
+            f"| method | one after another (s) | batched (s) | speed-up |\n|---|---|---|---|\n{rows}")
+
+
 def mnist8m_synth_memory(r: dict[str, Any]) -> str:
     """``bench_mnist8m_synth_memory.py``: the memory peak of preparing the deformed-digit stand-in."""
     return (f"Preparing {r['rows']:,} deformed digits (`mnist8m-synth-6v8`) peaked at "

@@ -72,7 +72,8 @@ def test_every_rule_declares_threads_and_resources():
         blocks = re.split(r"^\s*rule\b", text, flags=re.M)[1:]
         assert blocks, path
         for block in blocks:
-            assert "threads:" in block and "**job_resources(" in block, (path.name, block[:80])
+            assert "threads:" in block and ("**job_resources(" in block or "**batch_resources(" in block), \
+                (path.name, block[:80])
 
 
 def test_paper_runs_ask_more_than_the_default_configs(paper_jobs):
@@ -107,3 +108,19 @@ def test_unknown_names_are_reported():
         resources.estimate("mixture_run", config, {"method": "nope"})
     with pytest.raises(KeyError, match="dataset 'nope'"):
         resources.dataset_rows(config, "nope")
+
+
+def test_batched_seeds_are_one_job_per_method_asking_for_every_seed(tmp_path):
+    cfg = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
+    cfg["results_dir"] = str(tmp_path / "results")  # nothing built there: every job is listed
+    jobs = {}
+    for batch in (False, True):
+        cfg["mixture"]["batch_seeds"] = batch
+        path = tmp_path / f"paper-{batch}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        jobs[batch] = [listed for name, listed in dry_run("slurm", str(path)) if name.startswith("mixture_run")]
+    methods, seeds = len(cfg["mixture"]["methods"]), cfg["mixture"]["seeds"]
+    assert (len(jobs[False]), len(jobs[True])) == (methods * seeds, methods)
+    # a batch asks for its seeds' time and memory side by side: the most a seed asks, times the seeds
+    for key in ("runtime", "mem_mb"):
+        assert max(int(b[key]) for b in jobs[True]) == seeds * max(int(s[key]) for s in jobs[False])

@@ -92,6 +92,38 @@ def test_cli_end_to_end_logs_to_mlflow(tmp_path, store):
     assert f"{mass[0]:.3f} [{mass[0]:.3f}, {mass[0]:.3f}] |" in table
 
 
+def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(tmp_path, store):
+    # SGLD does not resample, so its batched run equals its per-seed run up to float32 reassociation
+    # (rtol 1e-4; tests/test_pmd_runner_batched.py says why a resampling method is compared step-wise)
+    config = str(tiny_config(tmp_path))
+    data, runs = tmp_path / "data.npz", tmp_path / "runs"
+    params = json.dumps({"method": "sgld", "num_particles": 32, "burn_in": 5})
+    assert cli.main(["--config", config, "init-store"]) == 0
+    assert cli.main(["--config", config, "make-data", "mixture", "--out", str(data)]) == 0
+    assert cli.main(["--config", config, "run", "mixture", "--method", "sgld", "--seed", "0", "1", "--params", params,
+                     "--data", str(data), "--out", str(runs / "b0.npz"), str(runs / "b1.npz")]) == 0
+    assert cli.main(["--config", config, "run", "mixture", "--method", "sgld", "--seed", "1", "--params", params,
+                     "--data", str(data), "--out", str(runs / "s1.npz")]) == 0
+    (batched, bmeta), (single, smeta) = load_npz(runs / "b1.npz"), load_npz(runs / "s1.npz")
+    assert set(batched) == set(single) and set(bmeta) - set(smeta) == {"batched"} and bmeta["batched"] == 2
+    assert bmeta["seed"] == 1 and bmeta["params"] == smeta["params"]
+    for name in single:
+        if name != "curve/wall_time":
+            np.testing.assert_allclose(batched[name], single[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    assert not np.allclose(load_npz(runs / "b0.npz")[0]["curve/tv"], batched["curve/tv"])
+    client = MlflowClient(store)
+    found = client.search_runs([client.get_experiment_by_name("pmd-bench/mixture").experiment_id])
+    by_tag = {(r.info.run_name, r.data.tags.get("pmd_bench.batched")) for r in found}
+    assert by_tag == {("sgld-seed0", "2"), ("sgld-seed1", "2"), ("sgld-seed1", None)}
+    histories = {r.data.tags.get("pmd_bench.batched"): client.get_metric_history(r.info.run_id, "tv")
+                 for r in found if r.info.run_name == "sgld-seed1"}
+    assert [m.step for m in histories["2"]] == [m.step for m in histories[None]]
+    with pytest.raises(SystemExit):  # argparse: --seed needs a value
+        cli.main(["--config", config, "run", "mixture", "--method", "sgld", "--seed", "--out", "x"])
+    assert cli.main(["--config", config, "run", "mixture", "--method", "sgld", "--seed", "0", "1", "--params", params,
+                     "--data", str(data), "--out", str(runs / "x.npz")]) == 2
+
+
 def test_mass_on_the_right_mode_is_read_off_the_grid():
     axes = [np.linspace(-3, 3, 7), np.linspace(-4, 4, 5)]  # θ1 > 0 on 3 of 7 columns
     right = np.repeat(axes[0] > 0, 5)

@@ -69,13 +69,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", choices=sorted(n for n, m in EXPERIMENTS.items() if hasattr(m, "make_data")))
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("run", help="run one method with one seed on one experiment")
+    p = sub.add_parser("run", help="run one method with one seed (or, on the mixture, several batched) on one experiment")
     p.add_argument("experiment", choices=sorted(EXPERIMENTS))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=int, nargs="+", required=True,
+                   help="one seed, or several (mixture only) run as one vectorised program, one --out each")
     p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", nargs="+", required=True)
     p.add_argument("--params", help="JSON object replacing the method's config entry")
     p.add_argument("--reference", help="reference posterior draws to score against (logistic); the truth file (sparse_gp)")
     p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
@@ -202,6 +203,20 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
                                  f"({', '.join(section['methods'])}); pass --params to give its settings")
             params = json.loads(args.params) if args.params else None
+            if len(args.seed) != len(args.out):
+                raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
+            if len(args.seed) > 1:
+                if args.experiment != "mixture":
+                    raise ValueError(f"several seeds in one run (batched repetitions) are built for the mixture "
+                                     f"experiment only, not {args.experiment}: give one --seed")
+                if not args.data:
+                    raise ValueError("run mixture needs --data (the experiment's data file)")
+                metas = mixture.run_batch(section, args.method, args.seed, args.data, args.out, uri,
+                                          _experiment_name(cfg, args.experiment), params)
+                print(f"{args.method} seeds {args.seed} batched: {metas[0]['num_steps']} steps, "
+                      f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping")
+                return 0
+            (args.seed,), (args.out,) = args.seed, args.out
             if args.experiment == "posteriordb":
                 if not args.posterior:
                     raise ValueError("run posteriordb needs --posterior (one of its config's posteriordb.posteriors)")

@@ -291,3 +291,12 @@ def job_resources(rule: str, config: Mapping) -> dict[str, Callable]:
     if rule not in ANCHORS:
         raise KeyError(f"resources: rule {rule!r} has no anchor in workflow/resources.py ANCHORS")
     return {key: _resource(rule, config, key) for key in ("mem_mb", "runtime")}
+
+
+def batch_resources(rule: str, config: Mapping, repetitions: int) -> dict[str, Callable]:
+    """The ``resources:`` of a job running ``repetitions`` jobs of ``rule`` as one vectorised program
+    (``mixture.batch_seeds``): their states side by side and, at worst, each one's time in turn, so
+    ``repetitions`` × :func:`job_resources` (the batch's speed-up is measured, not assumed:
+    ``benchmarks/bench_batched_seeds.py``)."""
+    single = job_resources(rule, config)
+    return {key: (lambda wildcards, f=f: repetitions * f(wildcards)) for key, f in single.items()}

@@ -6,7 +6,7 @@ import sys
 
 import yaml
 
-from workflow.resources import job_resources
+from workflow.resources import batch_resources, job_resources
 
 ALL_TARGETS = []
 # The CLI through this interpreter: no PATH set-up needed (`pmd-bench` is the same entry point).

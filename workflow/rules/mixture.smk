@@ -21,24 +21,47 @@ rule mixture_data:
         PMD_BENCH + " --config {input.config} make-data mixture --out {output} > {log} 2>&1"
 
 
-rule mixture_run:
-    input:
-        config=RESOLVED_CONFIG,
-        data=f"{MIX_DIR}/data.npz",
-        store=f"{RESULTS}/.tracking-store",
-    output:
-        f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz",
-    wildcard_constraints:
-        method="|".join(MIX_METHODS),
-        seed=r"\d+",
-    log:
-        f"{RESULTS}/logs/mixture/{{method}}-seed{{seed}}.log",
-    threads: 1
-    resources:
-        **job_resources("mixture_run", config),
-    shell:
-        PMD_BENCH + " --config {input.config} run mixture --method {wildcards.method} --seed {wildcards.seed}"
-        + " --data {input.data} --out {output} > {log} 2>&1"
+if config["mixture"].get("batch_seeds", False):
+    # every seed of a method in one job: one vectorised program (pmd.run_batched), the same files
+    rule mixture_run_batched:
+        input:
+            config=RESOLVED_CONFIG,
+            data=f"{MIX_DIR}/data.npz",
+            store=f"{RESULTS}/.tracking-store",
+        output:
+            expand(f"{MIX_DIR}/runs/{{{{method}}}}/seed{{seed}}.npz", seed=MIX_SEEDS),
+        wildcard_constraints:
+            method="|".join(MIX_METHODS),
+        log:
+            f"{RESULTS}/logs/mixture/{{method}}-batched.log",
+        threads: 1
+        resources:
+            **batch_resources("mixture_run", config, len(MIX_SEEDS)),
+        params:
+            seeds=" ".join(str(s) for s in MIX_SEEDS),
+        shell:
+            PMD_BENCH + " --config {input.config} run mixture --method {wildcards.method} --seed {params.seeds}"
+            + " --data {input.data} --out {output} > {log} 2>&1"
+
+else:
+    rule mixture_run:
+        input:
+            config=RESOLVED_CONFIG,
+            data=f"{MIX_DIR}/data.npz",
+            store=f"{RESULTS}/.tracking-store",
+        output:
+            f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz",
+        wildcard_constraints:
+            method="|".join(MIX_METHODS),
+            seed=r"\d+",
+        log:
+            f"{RESULTS}/logs/mixture/{{method}}-seed{{seed}}.log",
+        threads: 1
+        resources:
+            **job_resources("mixture_run", config),
+        shell:
+            PMD_BENCH + " --config {input.config} run mixture --method {wildcards.method} --seed {wildcards.seed}"
+            + " --data {input.data} --out {output} > {log} 2>&1"
 
 
 rule mixture_figures:
