@@ -49,9 +49,20 @@ def dry_run(profile: str, config: str) -> list[tuple[str, dict[str, str]]]:
     return jobs
 
 
+def fresh(config: str, folder: Path, **mixture) -> str:
+    """``config`` with its results in ``folder`` (nothing built there: a dry run lists every job,
+    whatever this checkout's ``results/`` holds) and ``mixture`` settings overridden."""
+    cfg = yaml.safe_load((ROOT / config).read_text())
+    cfg["results_dir"] = str(folder / "results")
+    cfg["mixture"].update(mixture)
+    path = folder / f"{Path(config).stem}-{len(list(folder.glob('*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
 @pytest.fixture(scope="module")
-def paper_jobs():
-    return dry_run("slurm", "workflow/config/paper.yaml")
+def paper_jobs(tmp_path_factory):
+    return dry_run("slurm", fresh("workflow/config/paper.yaml", tmp_path_factory.mktemp("paper")))
 
 
 def test_every_paper_job_lists_threads_memory_and_runtime(paper_jobs):
@@ -76,8 +87,8 @@ def test_every_rule_declares_threads_and_resources():
                 (path.name, block[:80])
 
 
-def test_paper_runs_ask_more_than_the_default_configs(paper_jobs):
-    default = dry_run("slurm", "workflow/config/default.yaml")
+def test_paper_runs_ask_more_than_the_default_configs(paper_jobs, tmp_path):
+    default = dry_run("slurm", fresh("workflow/config/default.yaml", tmp_path))
 
     def largest(jobs, rule, key):
         return max(int(listed[key]) for name, listed in jobs if name == rule)
@@ -112,13 +123,9 @@ def test_unknown_names_are_reported():
 
 def test_batched_seeds_are_one_job_per_method_asking_for_every_seed(tmp_path):
     cfg = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
-    cfg["results_dir"] = str(tmp_path / "results")  # nothing built there: every job is listed
-    jobs = {}
-    for batch in (False, True):
-        cfg["mixture"]["batch_seeds"] = batch
-        path = tmp_path / f"paper-{batch}.yaml"
-        path.write_text(yaml.safe_dump(cfg))
-        jobs[batch] = [listed for name, listed in dry_run("slurm", str(path)) if name.startswith("mixture_run")]
+    jobs = {batch: [listed for name, listed in dry_run("slurm", fresh("workflow/config/paper.yaml", tmp_path,
+                                                                      batch_seeds=batch))
+                    if name.startswith("mixture_run")] for batch in (False, True)}
     methods, seeds = len(cfg["mixture"]["methods"]), cfg["mixture"]["seeds"]
     assert (len(jobs[False]), len(jobs[True])) == (methods * seeds, methods)
     # a batch asks for its seeds' time and memory side by side: the most a seed asks, times the seeds

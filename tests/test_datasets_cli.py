@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -103,6 +104,7 @@ def _dry_run_targets(tmp_path: Path, configfile: str, env: dict[str, str]) -> se
     snakefile = tmp_path / "Snakefile"
     snakefile.write_text(
         f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "from workflow.resources import job_resources\n"  # what common.smk imports for every rule file
         f"configfile: {str(REPO / configfile)!r}\n"
         'RESULTS = config["results_dir"]\n'
         f"include: {str(REPO / 'workflow/rules/datasets.smk')!r}\n"
@@ -123,7 +125,9 @@ def _dry_run_targets(tmp_path: Path, configfile: str, env: dict[str, str]) -> se
         ],
         capture_output=True,
         text=True,
-        env={**env, "PATH": str(Path(sys.executable).parent)},
+        # the venv's tools first; the system's after them (the SLURM executor plugin, which Snakemake
+        # imports at start-up, runs `which`)
+        env={**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])},
         check=False,
     )
     assert result.returncode == 0, result.stderr
