@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -31,7 +32,7 @@ class Chromium:
         if CHROMIUM is None:
             raise FileNotFoundError("no chromium on PATH (Debian: apt-get install chromium)")
         self.timeout, self._next, self._buffer = timeout, 0, b""
-        self._profile = tempfile.TemporaryDirectory(prefix="pmd-bench-chromium-")
+        self._profile = tempfile.TemporaryDirectory(prefix="pmd-bench-chromium-", ignore_cleanup_errors=True)
         to_browser, self._write = os.pipe()
         self._read, from_browser = os.pipe()
         # the browser reads our commands on its fd 3 and writes the replies on its fd 4: a shell moves
@@ -41,7 +42,8 @@ class Chromium:
                    "about:blank"]
         self._proc = subprocess.Popen(
             [BASH, "-c", f'exec "$@" 3<&{to_browser} 4>&{from_browser}', "chromium", *command],
-            pass_fds=(to_browser, from_browser), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            pass_fds=(to_browser, from_browser), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)  # its own process group: __exit__ stops the helpers it forks too
         os.close(to_browser)
         os.close(from_browser)
 
@@ -49,10 +51,29 @@ class Chromium:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._proc.kill()
+        """Ask the browser to close (it flushes its profile), then stop its whole process group, then
+        remove the profile, retrying while a helper process that has not exited yet still writes
+        there (a bare kill of the main process left the renderer writing: "Directory not empty")."""
+        try:
+            os.write(self._write, json.dumps({"id": self._next + 1, "method": "Browser.close"}).encode() + b"\0")
+            self._proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         self._proc.wait()
         os.close(self._write)
         os.close(self._read)
+        for _ in range(40):
+            try:
+                shutil.rmtree(self._profile.name)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.25)
         self._profile.cleanup()
 
     def call(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
