@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from workflow import resources
+from workflow.repetitions import BATCHABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -49,12 +50,15 @@ def dry_run(profile: str, config: str) -> list[tuple[str, dict[str, str]]]:
     return jobs
 
 
-def fresh(config: str, folder: Path, **mixture) -> str:
+def fresh(config: str, folder: Path, batch_seeds: bool | None = None) -> str:
     """``config`` with its results in ``folder`` (nothing built there: a dry run lists every job,
-    whatever this checkout's ``results/`` holds) and ``mixture`` settings overridden."""
+    whatever this checkout's ``results/`` holds) and, if given, ``batch_seeds`` set in every
+    experiment that can batch its seeds."""
     cfg = yaml.safe_load((ROOT / config).read_text())
     cfg["results_dir"] = str(folder / "results")
-    cfg["mixture"].update(mixture)
+    if batch_seeds is not None:
+        for experiment in BATCHABLE:
+            cfg[experiment]["batch_seeds"] = batch_seeds
     path = folder / f"{Path(config).stem}-{len(list(folder.glob('*.yaml')))}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return str(path)
@@ -123,11 +127,13 @@ def test_unknown_names_are_reported():
 
 def test_batched_seeds_are_one_job_per_method_asking_for_every_seed(tmp_path):
     cfg = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
-    jobs = {batch: [listed for name, listed in dry_run("slurm", fresh("workflow/config/paper.yaml", tmp_path,
-                                                                      batch_seeds=batch))
-                    if name.startswith("mixture_run")] for batch in (False, True)}
-    methods, seeds = len(cfg["mixture"]["methods"]), cfg["mixture"]["seeds"]
-    assert (len(jobs[False]), len(jobs[True])) == (methods * seeds, methods)
-    # a batch asks for its seeds' time and memory side by side: the most a seed asks, times the seeds
-    for key in ("runtime", "mem_mb"):
-        assert max(int(b[key]) for b in jobs[True]) == seeds * max(int(s[key]) for s in jobs[False])
+    listings = {batch: dry_run("slurm", fresh("workflow/config/paper.yaml", tmp_path, batch_seeds=batch))
+                for batch in (False, True)}
+    for experiment in BATCHABLE:
+        jobs = {batch: [listed for name, listed in listing if name.startswith(f"{experiment}_run")]
+                for batch, listing in listings.items()}
+        methods, seeds = len(cfg[experiment]["methods"]), cfg[experiment]["seeds"]
+        assert (len(jobs[False]), len(jobs[True])) == (methods * seeds, methods), experiment
+        # a batch asks for its seeds' time and memory side by side: the most a seed asks, times the seeds
+        for key in ("runtime", "mem_mb"):
+            assert max(int(b[key]) for b in jobs[True]) == seeds * max(int(s[key]) for s in jobs[False]), experiment

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from reports import table_logistic
 from workflow.config import DEFAULT_CONFIG
-from workflow.results import save_npz
+from workflow.results import load_npz, save_npz
 
 pytestmark = pytest.mark.slow
 
@@ -122,3 +122,35 @@ def test_claims_judge_the_goal_and_the_papers_from_the_runs(tmp_path):
     assert "`npl` -0.0435 ± 0.0005 against the NUTS posterior's -0.0400, 7.0 seed sd below it" in text
     assert "test log-lik `opvi` -0.0480 ± 0.0000 against `svgd` -0.0400 ± 0.0000" in text and "**reversed**" in text
     assert table_logistic.claims(reference, runs[:2]) == [text.split("\n")[0]]  # only what it has runs for
+
+
+def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(workspace):
+    # Issue 16 on the logistic experiment. SGLD does not resample, so its batched run equals its
+    # per-seed run up to float32 reassociation in the batched kernels (rtol 1e-4); the reference is
+    # any draws of the right dimension (only the distances to it are compared, batched against single)
+    root, data, cli, env = workspace
+    reference = root / "batched" / "reference.npz"
+    draws = np.random.default_rng(1).normal(size=(400, 3)).astype(np.float32)
+    save_npz(reference, {"draws": draws, "held_out": draws[:100]}, {})
+    params = json.dumps({"method": "sgld", "num_particles": 32, "burn_in": 5, "a": 0.003})
+    outs = [root / "batched" / f"b{s}.npz" for s in (0, 1)]
+    done = cli("run", "logistic", "--method", "sgld", "--seed", "0", "1", "--params", params, "--data", str(data),
+               "--reference", str(reference), "--out", *map(str, outs))
+    assert done.returncode == 0, done.stderr[-3000:]
+    single = root / "batched" / "s1.npz"
+    done = cli("run", "logistic", "--method", "sgld", "--seed", "1", "--params", params, "--data", str(data),
+               "--reference", str(reference), "--out", str(single))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (b1, bmeta), (s1, smeta) = load_npz(outs[1]), load_npz(single)
+    assert set(b1) == set(s1) and set(bmeta) - set(smeta) == {"batched"} and bmeta["batched"] == 2
+    assert bmeta["seed"] == 1 and bmeta["params"] == smeta["params"]
+    for name in s1:
+        if name != "curve/wall_time":
+            np.testing.assert_allclose(b1[name], s1[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    assert not np.allclose(load_npz(outs[0])[0]["curve/mean_error"], b1["curve/mean_error"])
+    client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    found = client.search_runs([client.get_experiment_by_name("pmd-bench/logistic").experiment_id],
+                               "tags.`pmd_bench.batched` = '2'")
+    assert sorted(r.info.run_name for r in found) == ["sgld-seed0", "sgld-seed1"]
+    done = cli("run", "lda", "--method", "pmd", "--seed", "0", "1", "--data", str(data), "--out", "a", "b")
+    assert done.returncode == 2 and "built for the mixture and logistic experiments, not lda" in done.stderr

@@ -46,6 +46,7 @@ from . import config as config_mod
 from . import regress as regress_mod
 from .experiments import lda, logistic, mixture, posteriordb, rate, sparse_gp
 from .reference import ConvergenceError
+from .repetitions import BATCHABLE, run_seeds
 from .results import save_json
 from .tracking import git_commit, init_store, tracking_uri
 
@@ -69,11 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", choices=sorted(n for n, m in EXPERIMENTS.items() if hasattr(m, "make_data")))
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("run", help="run one method with one seed (or, on the mixture, several batched) on one experiment")
+    p = sub.add_parser("run", help="run one method with one seed (or, on the mixture and logistic experiments, several batched)")
     p.add_argument("experiment", choices=sorted(EXPERIMENTS))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
     p.add_argument("--seed", type=int, nargs="+", required=True,
-                   help="one seed, or several (mixture only) run as one vectorised program, one --out each")
+                   help="one seed, or several (mixture, logistic) run as one vectorised program, one --out each")
     p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
     p.add_argument("--out", nargs="+", required=True)
@@ -206,13 +207,14 @@ def main(argv: list[str] | None = None) -> int:
             if len(args.seed) != len(args.out):
                 raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
             if len(args.seed) > 1:
-                if args.experiment != "mixture":
-                    raise ValueError(f"several seeds in one run (batched repetitions) are built for the mixture "
-                                     f"experiment only, not {args.experiment}: give one --seed")
+                if args.experiment not in BATCHABLE:
+                    raise ValueError(f"several seeds in one run (batched repetitions) are built for the "
+                                     f"{' and '.join(BATCHABLE)} experiments, not {args.experiment}: give one --seed")
                 if not args.data:
-                    raise ValueError("run mixture needs --data (the experiment's data file)")
-                metas = mixture.run_batch(section, args.method, args.seed, args.data, args.out, uri,
-                                          _experiment_name(cfg, args.experiment), params)
+                    raise ValueError(f"run {args.experiment} needs --data (the experiment's data file)")
+                extra = {"reference": args.reference} if args.experiment == "logistic" else {}
+                prep = EXPERIMENTS[args.experiment].prepare(section, args.method, args.data, params=params, **extra)
+                metas = run_seeds(prep, args.seed, args.out, uri, _experiment_name(cfg, args.experiment))
                 print(f"{args.method} seeds {args.seed} batched: {metas[0]['num_steps']} steps, "
                       f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping")
                 return 0

@@ -30,11 +30,12 @@ import jax.numpy as jnp
 import mlflow
 import numpy as np
 
-from pmd import ParticlePosterior, run
+from pmd import ParticlePosterior
 from pmd.models.logistic import BayesianLogisticRegression, labelled, predictive_scores
 from pmd.sample_metrics import SampleReference
 
 from .. import methods
+from ..repetitions import Prepared, run_seeds
 from ..results import load_npz, save_npz
 from ..tracking import log_summary, tracked_run
 
@@ -110,9 +111,11 @@ def make_reference(cfg: dict, data_path: str | Path, out: str | Path, uri: str, 
     return meta
 
 
-def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | Path, uri: str, experiment: str,
-            params: dict[str, Any] | None = None, reference: str | Path | None = None) -> dict:
-    """Run method ``label`` with ``seed``, score it on the test set and against ``reference``, write ``out``."""
+def prepare(cfg: dict, label: str, data_path: str | Path, reference: str | Path | None,
+            params: dict[str, Any] | None = None) -> Prepared:
+    """Method ``label`` on the section's training rows, ready for
+    :func:`workflow.repetitions.run_seeds`: at every evaluation the posterior predictive's test
+    scores and the distances to the NUTS ``reference``; each seed's result file holds its curves."""
     if reference is None:
         raise ValueError("the logistic experiment scores every run against the NUTS reference: pass --reference")
     spec = dict(cfg["methods"][label] if params is None else params)
@@ -126,26 +129,31 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
         raise ValueError(f"the reference {reference} has d={ref.draws.shape[1]}, the data d={train['x'].shape[1]}")
     model = BayesianLogisticRegression(train["x"].shape[1], cfg["prior_std"]).model()
     method = methods.build(label, spec, model, train, num_steps)
-    run_params = {"method": label, "seed": seed, "num_data": len(train["y"]), "prior_std": cfg["prior_std"],
-                  "train_rows": train_rows, **settings, **{f"method.{k}": v for k, v in spec.items()}}
+    base = {"method": label, "num_data": len(train["y"]), "prior_std": cfg["prior_std"], "train_rows": train_rows,
+            **settings, **{f"method.{k}": v for k, v in spec.items()}}
 
     def evaluate(posterior, key):
         k_pred, k_ref = jax.random.split(key)
         return {**predictive_scores(posterior, test, k_pred, cfg["eval_samples"]),
                 **ref.score_posterior(posterior, k_ref, cfg["eval_samples"])}
 
-    with tracked_run(uri, experiment, f"{label}-seed{seed}", run_params, {"experiment": EXPERIMENT}) as logger:
-        t0 = time.perf_counter()
-        result = run(method, train, jax.random.key(seed), batch_size=settings["batch_size"],
-                     num_passes=settings["num_passes"], eval_every=settings["eval_every"], evaluate=evaluate,
-                     logger=logger)
+    def save(result, seed: int, run_params: dict, out, started: float, shared: float, extra: dict) -> dict:
         visited = int(result.visited[-1])
         meta = {"method": label, "seed": seed, "params": run_params, "step_seconds": result.step_seconds,
-                "eval_seconds": result.eval_seconds, "total_seconds": time.perf_counter() - t0,
+                "eval_seconds": result.eval_seconds, "total_seconds": shared + time.perf_counter() - started,
                 "num_steps": result.num_steps, "visited": visited,
-                "seconds_per_visited": result.step_seconds / max(visited, 1)}
+                "seconds_per_visited": result.step_seconds / max(visited, 1), **extra}
         log_summary(meta)
         arrays = {"visited": result.visited, **{f"curve/{name}": values for name, values in result.curves.items()}}
         save_npz(out, arrays, meta)
         mlflow.log_artifact(str(out), artifact_path="result")
-    return meta
+        return meta
+
+    return Prepared(method=method, data=train, settings=settings, evaluate=evaluate, params=base,
+                    run_name=lambda seed: f"{label}-seed{seed}", save=save, tags={"experiment": EXPERIMENT})
+
+
+def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | Path, uri: str, experiment: str,
+            params: dict[str, Any] | None = None, reference: str | Path | None = None) -> dict:
+    """Run method ``label`` with ``seed``, score it on the test set and against ``reference``, write ``out``."""
+    return run_seeds(prepare(cfg, label, data_path, reference, params), [seed], [out], uri, experiment)[0]

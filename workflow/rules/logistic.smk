@@ -26,25 +26,49 @@ rule logistic_reference:
         PMD_BENCH + " --config {input.config} reference logistic --data {input.data} --out {output} > {log} 2>&1"
 
 
-rule logistic_run:
-    input:
-        config=RESOLVED_CONFIG,
-        data=LOG_DATA,
-        reference=f"{LOG_DIR}/reference.npz",
-        store=f"{RESULTS}/.tracking-store",
-    output:
-        f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz",
-    wildcard_constraints:
-        method="|".join(LOG_METHODS),
-        seed=r"\d+",
-    log:
-        f"{RESULTS}/logs/logistic/{{method}}-seed{{seed}}.log",
-    threads: 1
-    resources:
-        **job_resources("logistic_run", config),
-    shell:
-        PMD_BENCH + " --config {input.config} run logistic --method {wildcards.method} --seed {wildcards.seed}"
-        + " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"
+if config["logistic"].get("batch_seeds", False):
+    # every seed of a method in one job: one vectorised program (pmd.run_batched), the same files
+    rule logistic_run_batched:
+        input:
+            config=RESOLVED_CONFIG,
+            data=LOG_DATA,
+            reference=f"{LOG_DIR}/reference.npz",
+            store=f"{RESULTS}/.tracking-store",
+        output:
+            expand(f"{LOG_DIR}/runs/{{{{method}}}}/seed{{seed}}.npz", seed=LOG_SEEDS),
+        wildcard_constraints:
+            method="|".join(LOG_METHODS),
+        log:
+            f"{RESULTS}/logs/logistic/{{method}}-batched.log",
+        threads: 1
+        resources:
+            **batch_resources("logistic_run", config, len(LOG_SEEDS)),
+        params:
+            seeds=" ".join(str(s) for s in LOG_SEEDS),
+        shell:
+            PMD_BENCH + " --config {input.config} run logistic --method {wildcards.method} --seed {params.seeds}"
+            + " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"
+
+else:
+    rule logistic_run:
+        input:
+            config=RESOLVED_CONFIG,
+            data=LOG_DATA,
+            reference=f"{LOG_DIR}/reference.npz",
+            store=f"{RESULTS}/.tracking-store",
+        output:
+            f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz",
+        wildcard_constraints:
+            method="|".join(LOG_METHODS),
+            seed=r"\d+",
+        log:
+            f"{RESULTS}/logs/logistic/{{method}}-seed{{seed}}.log",
+        threads: 1
+        resources:
+            **job_resources("logistic_run", config),
+        shell:
+            PMD_BENCH + " --config {input.config} run logistic --method {wildcards.method} --seed {wildcards.seed}"
+            + " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"
 
 
 rule logistic_figures:

@@ -1,0 +1,94 @@
+"""One method label's repetitions (seeds) of an experiment, one at a time or batched (issue 16).
+
+An experiment describes a label once, as a :class:`Prepared` (the method built for its data, the
+runner's settings, the evaluation, the MLflow parameters and how a finished run is saved); then
+:func:`run_seeds` runs any list of seeds of it:
+
+* one seed: :func:`pmd.run` inside the seed's MLflow run, its curves logged live;
+* several: :func:`pmd.run_batched` (``vmap`` over the seeds: one compilation, one device), each
+  seed's curves buffered and replayed into its own MLflow run at the same steps afterwards.
+
+Either way every seed ends with the same result file and MLflow run (name, parameters, curves
+against data points visited, summary), so the figures, tables and ``regress`` never see which way
+it ran; batched runs carry the tag ``pmd_bench.batched`` = the number of seeds run together.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import jax
+
+from pmd import RunResult, run, run_batched
+
+from .tracking import tracked_run
+
+#: ``save(result, seed, run_params, out, started, shared_seconds, extra) -> meta``: write the seed's
+#: result file atomically, log its summary and artifact to the active MLflow run, return its meta;
+#: its ``total_seconds`` run from ``started`` plus ``shared_seconds`` (its share of a batch's time).
+#: the experiments whose rules and CLI can run a method's seeds batched (``<experiment>.batch_seeds``,
+#: ``pmd-bench run <experiment> --seed 0 1 ...``)
+BATCHABLE = ("mixture", "logistic")
+
+Saver = Callable[[RunResult, int, dict, "str | Path", float, float, dict], dict]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a method label needs to run any of its seeds on one experiment's data."""
+
+    method: Any
+    data: Any
+    settings: Mapping[str, Any]  # the runner's batch_size, num_passes, eval_every
+    evaluate: Callable | None
+    params: Mapping[str, Any]  # the MLflow parameters, the seed added per run
+    run_name: Callable[[int], str]
+    save: Saver
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class _Buffer:
+    """A runner logger that keeps the metrics, to be replayed into the seed's MLflow run."""
+
+    def __init__(self):
+        self.entries: list[tuple[dict, int]] = []
+
+    def log_metrics(self, metrics, step: int) -> None:
+        self.entries.append((dict(metrics), step))
+
+
+def run_seeds(prep: Prepared, seeds: list[int], outs: list[str | Path], uri: str, experiment: str) -> list[dict]:
+    """Run ``prep`` for every seed of ``seeds`` (``jax.random.key(seed)``) and leave ``outs[i]`` and
+    the MLflow run ``prep.run_name(seed)`` for each: one seed by :func:`pmd.run`, several as one
+    vectorised program by :func:`pmd.run_batched`, whose ``step_seconds`` per seed is its share of
+    the batch's stepping time and whose ``meta["batched"]`` is the number of seeds run together."""
+    if not seeds or len(seeds) != len(outs):
+        raise ValueError(f"run_seeds needs one output file per seed: got {len(seeds)} seeds and {len(outs)} files")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"run_seeds got a seed twice: {seeds}")
+    if len(seeds) == 1:
+        (seed,), (out,) = seeds, outs
+        run_params = {**prep.params, "seed": seed}
+        with tracked_run(uri, experiment, prep.run_name(seed), run_params, dict(prep.tags)) as logger:
+            t0 = time.perf_counter()
+            result = run(prep.method, prep.data, jax.random.key(seed), evaluate=prep.evaluate, logger=logger,
+                         **prep.settings)
+            return [prep.save(result, seed, run_params, out, t0, 0.0, {})]
+    buffers = [_Buffer() for _ in seeds]
+    t0 = time.perf_counter()
+    results = run_batched(prep.method, prep.data, [jax.random.key(s) for s in seeds], evaluate=prep.evaluate,
+                          loggers=buffers, **prep.settings)
+    share = (time.perf_counter() - t0) / len(seeds)
+    metas = []
+    for seed, out, result, buffer in zip(seeds, outs, results, buffers):
+        run_params = {**prep.params, "seed": seed}
+        tags = {**prep.tags, "pmd_bench.batched": str(len(seeds))}
+        with tracked_run(uri, experiment, prep.run_name(seed), run_params, tags) as logger:
+            for metrics, step in buffer.entries:
+                logger.log_metrics(metrics, step)
+            metas.append(prep.save(result, seed, run_params, out, time.perf_counter(), share,
+                                   {"batched": len(seeds)}))
+    return metas
