@@ -51,7 +51,11 @@ def _assert_posterior_moments(conj: Conjugate, post: MixturePosterior, grad_l2: 
 def test_full_data_npv_converges_to_the_posterior_mean_and_trace():
     conj = Conjugate.make(num_data=100)
     algo = NPV(conj.model, data_size=100, num_particles=30, data=conj.data, iterations=50)
-    res = pmd.run(algo, conj.data, jax.random.key(0), batch_size=100, num_passes=7)
+    # 20 steps of 50 L-BFGS iterations. Measured (8 run keys): after 350 iterations the gradient is
+    # still 0.4e-3 to 2.4e-3 of the prior start's (L-BFGS crosses the flat log-variance directions
+    # slowly, and not monotonically), so a 1000-fold test there passes or fails by the start and the
+    # platform's rounding; after 1000 it is 1e-6 to 7e-5 of it (float32 floor ~2e-7).
+    res = pmd.run(algo, conj.data, jax.random.key(0), batch_size=100, num_passes=20)
     start = algo.init(jax.random.key(99))  # a prior start, to measure the gradient's reduction
     grad_objective = jax.jit(jax.grad(algo.objective))
     grad_l2 = grad_objective(res.state.params)

@@ -26,13 +26,13 @@ from pmd import RunResult, run, run_batched
 
 from .tracking import tracked_run
 
-#: ``save(result, seed, run_params, out, started, shared_seconds, extra) -> meta``: write the seed's
-#: result file atomically, log its summary and artifact to the active MLflow run, return its meta;
-#: its ``total_seconds`` run from ``started`` plus ``shared_seconds`` (its share of a batch's time).
 #: the experiments whose rules and CLI can run a method's seeds batched (``<experiment>.batch_seeds``,
 #: ``pmd-bench run <experiment> --seed 0 1 ...``)
 BATCHABLE = ("mixture", "logistic")
 
+#: ``save(result, seed, run_params, out, started, shared_seconds, extra) -> meta``: write the seed's
+#: result file atomically, log its summary and artifact to the active MLflow run, return its meta;
+#: its ``total_seconds`` run from ``started`` plus ``shared_seconds`` (its share of a batch's time).
 Saver = Callable[[RunResult, int, dict, "str | Path", float, float, dict], dict]
 
 
