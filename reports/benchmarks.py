@@ -132,6 +132,57 @@ def batched_seeds(r: dict[str, Any]) -> str:
             f"| method | one after another (s) | batched (s) | speed-up |\n|---|---|---|---|\n{rows}")
 
 
+def batched_logistic(r: dict[str, Any]) -> str:
+    """``bench_batched_logistic.py``: the logistic experiment's seeds batched against one after
+    another, measured on a run's full schedule, and the paper run's stepping extrapolated."""
+    rows = "\n".join(
+        f"| {k} | {v['steps']:,} | {_fmt(v['sequential_s'])} | {_fmt(v['batched_s'])} | **{v['speedup']:.2f}×** | "
+        f"{_fmt(v['sequential']['ms_per_step'])} / {_fmt(v['batched']['ms_per_step'])} | "
+        f"{_duration(v['extrapolated_s']['sequential'] / 3600)} | {_duration(v['extrapolated_s']['batched'] / 3600)} |"
+        for k, v in r["methods"].items())
+    return (f"{r['seeds']} seeds of the logistic experiment's methods ({r['config']}'s entries), {r['data']}, "
+            f"d = {r['dim']}, {r['passes']:g} passes, evaluation off; wall time of the whole call with compilation "
+            f"(one compilation per seed one after another, one for the batch), on {_machine(r)}. ms / step: after "
+            f"compilation, per step of all {r['seeds']} seeds together (one after another: the sum of theirs). "
+            f"Paper run **extrapolated** from those: {r['paper_steps']:,} steps plus compilation.\n\n"
+            f"| method | steps | one after another (s) | batched (s) | speed-up | ms / step (one after another / "
+            f"batched) | paper run, one after another | paper run, batched |\n|---|---|---|---|---|---|---|---|\n"
+            f"{rows}")
+
+
+def batched_logistic_compare(r: dict[str, Any]) -> str:
+    """Two ``bench_batched_logistic.py`` reports, a CPU's and an accelerator's: the paper run's seeds
+    batched on the accelerator against the same seeds one after another on the CPU (both extrapolated
+    from their own measured step costs; two machines, so not a same-run ratio, and labelled so)."""
+    cpu, acc = r["cpu"], r["accelerator"]
+    rows = "\n".join(
+        f"| {k} | {_duration(cpu['methods'][k]['extrapolated_s']['sequential'] / 3600)} | "
+        f"{_duration(acc['methods'][k]['extrapolated_s']['batched'] / 3600)} | "
+        f"**{cpu['methods'][k]['extrapolated_s']['sequential'] / acc['methods'][k]['extrapolated_s']['batched']:.1f}×** |"
+        for k in acc["methods"] if k in cpu["methods"])
+    return (f"The paper's logistic run ({acc['paper_steps']:,} steps, {acc['seeds']} seeds), extrapolated from each "
+            f"machine's measured step cost: one after another on {_machine(cpu)} against batched on "
+            f"{_machine(acc)} (two machines, two runs: not a same-run ratio). Issue 16's aim: 20× or more.\n\n"
+            f"| method | CPU, one after another | accelerator, batched | speed-up |\n|---|---|---|---|\n{rows}")
+
+
+def workflow_plan(r: dict[str, Any]) -> str:
+    """``pmd-bench plan``: a config's jobs per rule and its wall time, extrapolated (workflow/plan.py)."""
+    rows = "\n".join(f"| {rule} | {v['jobs']:,} | {_duration(v['seconds'] / 3600)} | {_duration(v['fixed_s'] / 3600)} | "
+                     f"{_duration(v['longest_s'] / 3600)} |" for rule, v in r["rules"].items())
+    mirror = "with" if r.get("offline_mirror") else "without"
+    return (f"`snakemake --configfile {' '.join(r['configfiles']) or '(default)'}` ({mirror} the offline data "
+            f"mirror): **{r['jobs']:,} jobs**; their "
+            f"expected run times add up to {_duration(r['total_s'] / 3600)} of one core. On {r['cores']} single-threaded "
+            f"job slots the workflow takes at most **{_duration(r['wall_s'] / 3600)}** (**extrapolated**, not a measured "
+            f"run, and an upper estimate: each job is charged its rule's measured anchor, the slowest method's rate, "
+            f"scaled to the job, `workflow/resources.py`; total / slots + longest job bounds a greedy schedule, "
+            f"`workflow/plan.py`). Of the total, "
+            f"{_duration(r['fixed_s'] / 3600)} is the rules' fixed start-up, compilation and evaluation, charged per job at "
+            f"the slowest small-config job measured (an upper bound); the rest scales with the config's sizes.\n\n"
+            f"| rule | jobs | expected time (one core) | of it fixed | longest job |\n|---|---|---|---|---|\n{rows}")
+
+
 def mnist8m_synth_memory(r: dict[str, Any]) -> str:
     """``bench_mnist8m_synth_memory.py``: the memory peak of preparing the deformed-digit stand-in."""
     return (f"Preparing {r['rows']:,} deformed digits (`mnist8m-synth-6v8`) peaked at "

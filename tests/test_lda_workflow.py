@@ -10,8 +10,9 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from datasets.synthetic import prepare_lda_corpus
+from reports import lda as lda_report
 from reports.resultfiles import load_npz
-from workflow import cli
+from workflow import cli, plan
 from workflow import config as config_mod
 
 CONFIG_DIR = Path(config_mod.DEFAULT_CONFIG).parent
@@ -87,3 +88,24 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
                      "--out", str(fig5)]) == 0
     assert fig5.stat().st_size > 10_000
     assert cli.main(["report", "figure5", "--data", str(corpus), "--runs", *runs, "--out", str(fig5)]) == 2
+
+
+def test_peer_check_overlay_runs_the_peers_at_its_seeds():
+    """lda_peers.yaml over the default: one lda_run per peer-check label and seed, and the check's
+    table; the overlay keeps its own results folder (the default's resolved config is left alone)."""
+    files = [config_mod.DEFAULT_CONFIG, CONFIG_DIR / "lda_peers.yaml"]
+    merged = plan.merged_config(files)
+    check = merged["lda"]["peer_check"]
+    assert set(check["methods"]) <= set(merged["lda"]["methods"]) and merged["results_dir"] != "results"
+    jobs = plan.dry_run(files)
+    runs = {(w["method"], int(w["seed"])) for rule, w in jobs if rule == "lda_run"}
+    assert {(m, s) for m in check["methods"] for s in range(check["seeds"])} <= runs
+    assert [rule for rule, _ in jobs].count("lda_peer_check") == 1
+
+
+def test_perplexity_gap_by_hand():
+    # means 100 and 100: no gap; se = 100 · sqrt(var([101, 99]) / (2 · 100²)) = 100 · sqrt(2 / 20000) = 1
+    gap, se = lda_report.perplexity_gap([101.0, 99.0], [100.0, 100.0, 100.0])
+    assert gap == pytest.approx(0.0) and se == pytest.approx(1.0)
+    gap, se = lda_report.perplexity_gap([102.0], [100.0])  # one seed a side: a gap, no spread to give
+    assert gap == pytest.approx(2.0) and se == 0.0

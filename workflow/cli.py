@@ -123,6 +123,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
     p.add_argument("--sources", help="the JSON snapshot of the result files to render from (default: read them)")
 
+    p = sub.add_parser("plan", help="a config's jobs per rule and its wall time here, extrapolated from the measured "
+                                     "anchors (dry run; runs nothing)")
+    p.add_argument("configfiles", nargs="*", help="the --configfile files, in order (none: the embedded default)")
+    p.add_argument("--cores", type=int, default=2, help="job slots of the machine (default 2, this project's)")
+    p.add_argument("--out", required=True, help="the plan's JSON (a .md table is written beside it)")
+
     p = sub.add_parser("regress", help="compare a workflow run's metrics with the committed baseline (reruns nothing)")
     p.add_argument("--results", help="the run's results folder (default: the config's results_dir)")
     p.add_argument("--baseline", help="the baseline JSON (default: the config's regress.baseline)")
@@ -238,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
                   + (f"; FAILED: {meta['error']}" if meta.get("status") == "failed" else ""))
         elif args.verb == "regress":
             return _regress(cfg, args)
+        elif args.verb == "plan":
+            from reports import benchmarks as bench_report
+            from workflow import plan
+
+            bench_report.write(args.out, plan.plan(args.configfiles, args.cores), bench_report.workflow_plan)
+            print(Path(args.out).with_suffix(".md").read_text())
         elif args.verb == "table1":
             _table1(cfg, args)
         elif args.verb == "report-html":

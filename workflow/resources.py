@@ -75,6 +75,7 @@ ANCHORS: dict[str, Anchor] = {
     "sparse_gp_figures": Anchor(26, FIGURE_MB, source="26 s, ci config"),
     "sparse_gp_figure4": Anchor(47, FIGURE_MB, source="47 s, ci config"),
     "lda_figures": Anchor(41, FIGURE_MB, source="41 s, default config on the Wikipedia corpus"),
+    "lda_peer_check": Anchor(41, FIGURE_MB, source="as lda_figures: the same table and panel, of more runs"),
     "lda_grid_table": Anchor(9, FIGURE_MB, source="9 s, lda_grid config"),
     "posteriordb_report": Anchor(7, FIGURE_MB, source="7 s, default config"),
     "table1_render": Anchor(42, FIGURE_MB, source="42 s, ci config"),
@@ -257,22 +258,35 @@ SIZE: dict[str, Callable[[Mapping, Mapping], float]] = {
 }
 
 
-def estimate(rule: str, config: Mapping, wildcards: Mapping | None = None) -> dict[str, int]:
-    """``{"threads", "mem_mb", "runtime"}`` of one job of ``rule`` (runtime in minutes).
+def _anchor(rule: str) -> Anchor:
+    if rule not in ANCHORS:
+        raise KeyError(f"resources: rule {rule!r} has no anchor in workflow/resources.py ANCHORS")
+    return ANCHORS[rule]
+
+
+def expected_seconds(rule: str, config: Mapping, wildcards: Mapping | None = None) -> float:
+    """``fixed_s + rate_s × work`` of one job of ``rule``: the measured anchor scaled to the job,
+    without the safety factor (``workflow/plan.py`` adds these up; :func:`estimate` pads them).
 
     ``wildcards`` are the job's (method, problem, ...): a mapping or Snakemake's Wildcards.
     """
-    if rule not in ANCHORS:
-        raise KeyError(f"resources: rule {rule!r} has no anchor in workflow/resources.py ANCHORS")
-    anchor = ANCHORS[rule]
+    anchor = _anchor(rule)
     wc = dict(wildcards.items()) if wildcards is not None else {}
     work = WORK[anchor.work](config, wc) if anchor.work else 0.0
-    size = SIZE[anchor.size](config, wc) if anchor.size else 0.0
     rate = anchor.rate_s
     if anchor.method_rates:
         method = _method(config[anchor.section], wc["method"])
         rate = anchor.method_rates.get(method.get("method", wc["method"]), rate)
-    seconds = RUNTIME_SAFETY * (anchor.fixed_s + rate * work)
+    return anchor.fixed_s + rate * work
+
+
+def estimate(rule: str, config: Mapping, wildcards: Mapping | None = None) -> dict[str, int]:
+    """``{"mem_mb", "runtime"}`` of one job of ``rule`` (runtime in minutes): :func:`expected_seconds`
+    × ``RUNTIME_SAFETY`` and the memory model of the module docstring."""
+    anchor = _anchor(rule)
+    wc = dict(wildcards.items()) if wildcards is not None else {}
+    size = SIZE[anchor.size](config, wc) if anchor.size else 0.0
+    seconds = RUNTIME_SAFETY * expected_seconds(rule, config, wc)
     peak = RUN_MB + (anchor.peak_mb - RUN_MB) * size / anchor.anchor_size if anchor.size else anchor.peak_mb
     mem = MEMORY_SAFETY * peak
     return {"mem_mb": math.ceil(mem), "runtime": max(MIN_RUNTIME_MIN, math.ceil(seconds / 60))}
@@ -288,8 +302,7 @@ def _resource(rule: str, config: Mapping, key: str) -> Callable:
 def job_resources(rule: str, config: Mapping) -> dict[str, Callable]:
     """The ``resources:`` of ``rule`` as Snakemake callables of the job's wildcards:
     ``resources: **job_resources("mixture_run", config)``."""
-    if rule not in ANCHORS:
-        raise KeyError(f"resources: rule {rule!r} has no anchor in workflow/resources.py ANCHORS")
+    _anchor(rule)
     return {key: _resource(rule, config, key) for key in ("mem_mb", "runtime")}
 
 

@@ -73,6 +73,29 @@ else:
             + " --figure {output.figure} && " + PMD_BENCH + " --config {input.config} report figure5"
             + " --data {input.data} --runs {input.fig5} --out {output.figure5}) > {log} 2>&1"
 
+    if LDA.get("peer_check"):
+        # our online VB beside the peer libraries at more seeds: is the gap within the seeds' spread?
+        PEER_CHECK = LDA["peer_check"]
+        TABLE_LDA_PEERS = f"{RESULTS}/figures/table_lda_peers.md"
+        ALL_TARGETS.append(TABLE_LDA_PEERS)
+
+        rule lda_peer_check:
+            input:
+                data=LDA_CORPUS,
+                runs=expand(f"{LDA_DIR}/runs/{{method}}/seed{{seed}}.npz", method=PEER_CHECK["methods"],
+                            seed=range(PEER_CHECK["seeds"])),
+            output:
+                table=TABLE_LDA_PEERS,
+                figure=f"{RESULTS}/figures/figure2_lda_peers.png",
+            log:
+                f"{RESULTS}/logs/lda/peer_check.log",
+            threads: 1
+            resources:
+                **job_resources("lda_peer_check", config),
+            shell:
+                PMD_BENCH + " report lda --data {input.data} --runs {input.runs} --out {output.table}"
+                + " --figure {output.figure} > {log} 2>&1"
+
     if LDA_GRID:
 
         def _grid_params(wildcards):

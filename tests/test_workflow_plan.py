@@ -1,0 +1,54 @@
+"""``pmd-bench plan`` (workflow/plan.py): a config's jobs per rule from a dry run, each charged the
+measured anchor of workflow/resources.py without its safety factor, and the wall time's upper
+estimate on a number of job slots."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from workflow import plan, resources
+
+CI = plan.ROOT / "workflow/config/ci.yaml"
+
+
+def test_expected_seconds_are_the_schedulers_runtime_without_its_safety_factor():
+    config = plan.merged_config([CI])
+    for method in config["mixture"]["methods"]:
+        seconds = resources.expected_seconds("mixture_run", config, {"method": method})
+        runtime = resources.estimate("mixture_run", config, {"method": method})["runtime"]
+        assert runtime == max(resources.MIN_RUNTIME_MIN, math.ceil(resources.RUNTIME_SAFETY * seconds / 60))
+
+
+def test_summary_adds_the_jobs_up_and_bounds_a_greedy_schedule():
+    config = plan.merged_config([CI])
+    jobs = [("mixture_run", {"method": m, "seed": "0"}) for m in config["mixture"]["methods"]]
+    jobs.append(("mixture_figures", {}))
+    each = [resources.expected_seconds(rule, config, wc) for rule, wc in jobs]
+    out = plan.summarise(jobs, config, cores=2)
+    assert out["jobs"] == len(jobs) and out["total_s"] == pytest.approx(sum(each))
+    assert out["rules"]["mixture_run"]["jobs"] == len(jobs) - 1
+    assert out["fixed_s"] == pytest.approx(sum(resources.ANCHORS[r].fixed_s for r, _ in jobs))
+    assert out["wall_s"] == pytest.approx(sum(each) / 2 + max(each))  # Graham's bound
+
+
+def test_the_ci_plan_lists_every_job_of_the_dry_run():
+    config = plan.merged_config([CI])
+    jobs = plan.dry_run([CI])  # raises if the parsed jobs disagree with snakemake's own job count
+    runs = {(w["method"], int(w["seed"])) for rule, w in jobs if rule == "mixture_run"}
+    assert runs == {(m, s) for m in config["mixture"]["methods"] for s in range(config["mixture"]["seeds"])}
+    assert all(rule in resources.ANCHORS for rule, _ in jobs)
+
+
+def test_a_missing_config_file_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.yaml"):
+        plan.merged_config([tmp_path / "nope.yaml"])
+
+
+def test_a_batched_job_is_charged_its_seeds_in_turn():
+    config = plan.merged_config([CI])
+    seeds = config["mixture"]["seeds"] = 3
+    single = plan.summarise([("mixture_run", {"method": "pmd"})], config, cores=1)
+    batched = plan.summarise([("mixture_run_batched", {"method": "pmd"})], config, cores=1)
+    assert batched["total_s"] == pytest.approx(seeds * single["total_s"])
