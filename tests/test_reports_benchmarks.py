@@ -40,6 +40,15 @@ def test_sgld_benchmark_writes_its_table(tmp_path):
     assert f"**{report['ratio_fastest']:.2f}**" in table
 
 
+def test_batched_logistic_benchmark_writes_its_table(tmp_path):
+    report, table = run_script("bench_batched_logistic.py", tmp_path / "batched_logistic.json",
+                               "--methods", "smc", "--seeds", "2", "--rows", "400", "--passes", "1")
+    row = report["methods"]["smc"]
+    assert row["steps"] == 4 and row["sequential_s"] > 0 and row["batched_s"] > 0
+    assert row["extrapolated_s"]["batched"] >= row["batched"]["compile_s"]
+    assert f"**{row['speedup']:.2f}×**" in table and "synthetic logistic data, 400 rows" in table
+
+
 @pytest.mark.parametrize("render, report, expected", [
     (bench_report.logistic_cost,
      {"backend": "cpu", "cpus": 2, "batch": 100, "dim": 51, "N": 1000, "passes": 5, "steps_timed": 3,
