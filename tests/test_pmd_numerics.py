@@ -94,3 +94,21 @@ def test_particles_of_zero_likelihood_get_zero_weight(variant):
     assert not np.isnan(log_w).any()
     assert np.all(np.isneginf(log_w[positions <= 0]))
     assert np.isfinite(log_w[positions > 0]).any()
+
+
+def test_kernel_factor_keeps_a_narrow_coordinate_beside_a_wide_one():
+    """posteriordb's kilpisjarvi: an intercept (sd 30) and a slope (sd 0.015) at correlation −0.9999.
+    ``stable_cholesky``'s jitter is relative to each coordinate's variance, so in float32 the factor's
+    slope-given-intercept sd ``L[1,1]`` is the exact ``sd_β √(1−ρ²)`` inflated only by the jitter:
+    ``√((1−ρ²) + ε(1+ρ²)) / √(1−ρ²) = 1.048`` at ε = 1e-5 (tolerance 1% beyond that for float32,
+    whose error on a correlation matrix of condition 2·10⁴ is about 1e-3). A jitter sized to the
+    trace (ε·tr/d·I, the earlier rule) makes it 316 times too wide (measured)."""
+    from pmd.bandwidth import stable_cholesky
+
+    sd, rho, eps = np.array([30.0, 0.015]), -0.9999, 1e-5
+    cov = np.outer(sd, sd) * np.array([[1.0, rho], [rho, 1.0]])
+    chol = np.asarray(stable_cholesky(jnp.asarray(cov, jnp.float32), eps), np.float64)
+    exact = sd[1] * np.sqrt(1 - rho**2)
+    inflation = np.sqrt((1 - rho**2) + eps * (1 + rho**2)) / np.sqrt(1 - rho**2)
+    assert chol[1, 1] / exact == pytest.approx(inflation, rel=0.01)
+    np.testing.assert_allclose(chol[:, 0], cov[:, 0] / sd[0], rtol=1e-5)  # the first column: cov/sd
