@@ -1,6 +1,6 @@
 """What a config's workflow will run and how long it takes here, before it runs (issue 16).
 
-``pmd-bench plan --configfile workflow/config/paper.yaml`` dry-runs Snakemake on the config (its
+``pmd-bench plan workflow/config/paper.yaml --out plan.json`` dry-runs Snakemake on the config (its
 results folder redirected to an empty one, so every job is listed whatever this checkout has built),
 counts the jobs per rule, and adds up each job's expected seconds from the measured anchors of
 :mod:`workflow.resources` (``fixed_s + rate_s × work``: the scheduler's ``runtime`` without its
