@@ -165,3 +165,20 @@ def test_snakemake_skips_the_experiment_without_a_mirror(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "the posteriordb experiment is skipped: no offline mirror" in done.stderr
     assert "posteriordb_" not in done.stdout + done.stderr
+
+
+def test_the_table_asked_for_without_a_mirror_fails_with_the_reason(tmp_path):
+    """No offline mirror: the experiment is left out of the default targets, and asking for its table
+    by name fails with why (rule posteriordb_unavailable), not Snakemake's "no rule to produce"."""
+    cfg = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
+    cfg["results_dir"] = str(tmp_path / "results")
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    env = {k: v for k, v in os.environ.items() if k != MIRROR_ENV}
+    root = Path(config_mod.DEFAULT_CONFIG).parents[2]
+    done = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", "1",
+                           f"{cfg['results_dir']}/figures/table_posteriordb.md", "--configfile", str(path)],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "the posteriordb experiment cannot run: no offline mirror" in done.stdout + done.stderr
+    assert not (tmp_path / "results/figures/table_posteriordb.md").exists()

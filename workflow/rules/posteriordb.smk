@@ -12,6 +12,17 @@ _PDB_SKIP = posteriordb_skip_reason(config)
 
 if _PDB_SKIP:
     print(f"note: the posteriordb experiment is skipped: {_PDB_SKIP}", file=sys.stderr)
+
+    # Asked for by name without a mirror, the table fails with the reason (not "no rule to produce").
+    rule posteriordb_unavailable:
+        output:
+            f"{RESULTS}/figures/table_posteriordb.md",
+            f"{RESULTS}/figures/posteriordb.png",
+        localrule: True
+        params:
+            reason=_PDB_SKIP,
+        shell:
+            "echo 'the posteriordb experiment cannot run: {params.reason}' >&2; exit 1"
 else:
     PDB_DIR = f"{RESULTS}/posteriordb"
     PDB_POSTERIORS = list(config["posteriordb"]["posteriors"])
