@@ -78,6 +78,7 @@ ANCHORS: dict[str, Anchor] = {
     "lda_peer_check": Anchor(41, FIGURE_MB, source="as lda_figures: the same table and panel, of more runs"),
     "lda_grid_table": Anchor(9, FIGURE_MB, source="9 s, lda_grid config"),
     "posteriordb_report": Anchor(7, FIGURE_MB, source="7 s, default config"),
+    "posteriordb_unavailable": Anchor(1, PROCESS_MB, source="a shell echo that fails: no Python process"),
     "table1_render": Anchor(42, FIGURE_MB, source="42 s, ci config"),
     "report_html": Anchor(60, FIGURE_MB, source="not in the logs: as the slowest figure job, rounded up"),
     "regress_baseline": Anchor(60, FIGURE_MB, source="not in the logs: pmd-bench regress took 5 s (.ci/run)"),

@@ -19,6 +19,9 @@ if _PDB_SKIP:
             f"{RESULTS}/figures/table_posteriordb.md",
             f"{RESULTS}/figures/posteriordb.png",
         localrule: True
+        threads: 1
+        resources:
+            **job_resources("posteriordb_unavailable", config),
         params:
             reason=_PDB_SKIP,
         shell:
