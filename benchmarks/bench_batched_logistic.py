@@ -11,8 +11,8 @@ what makes the extrapolation below sound; the redraw frequency follows the step-
 the whole run, which is why the timed run takes every pass of its rows rather than a prefix.
 
 For each method: one run per seed (``pmd.run``, compiling each time, as one job per seed does)
-and one ``pmd.run_batched`` over all seeds; each at the full ``--steps``-step schedule and at a
-2-step one, so ``compile_s`` (the 2-step run) and ``ms_per_step`` (the difference over the steps
+and one ``pmd.run_batched`` over all seeds; each at the full schedule (``--passes`` over ``--rows``
+in batches of the config's size) and at a 2-step one, so ``compile_s`` (the 2-step run) and ``ms_per_step`` (the difference over the steps
 between) separate. Evaluation is off. ``extrapolated_s``: the paper run's ``--paper-steps`` steps
 (79,441 = 1,588,815 rows × 5 passes / 100) at that cost plus compilation, for the 10 seeds one
 after another and batched: what the workflow's paper config would spend on the method's stepping.
@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import yaml
 
