@@ -446,8 +446,10 @@ def kernel_rule(spec: Any):
             raise ValueError(f"bad arguments for bandwidth rule 'local': {args} ({err})") from err
         if not isinstance(rule.clusters, int) or rule.clusters < 1:
             raise ValueError(f"bandwidth rule 'local': clusters must be a positive integer, got {rule.clusters!r}")
-        if not 0 < rule.max_h2 < 1:
-            raise ValueError(f"bandwidth rule 'local': max_h2 must lie in (0, 1), got {rule.max_h2!r}")
+        for name in ("max_h2", "h2"):
+            value = getattr(rule, name)
+            if value is not None and not (isinstance(value, (int, float)) and 0 < value < 1):
+                raise ValueError(f"bandwidth rule 'local': {name} must lie in (0, 1), got {value!r}")
         return rule
     return bandwidth_rule(spec)
 

@@ -53,3 +53,22 @@ def test_two_modes_keep_their_own_kernels():
         np.testing.assert_allclose(np.diag(cov), blob.var(axis=0), rtol=0.02)
         h = np.asarray(kernel.chols[labels[rows][0]])
         assert np.max(np.diag(h @ h.T)) < 0.25, "the kernel spans the gap between the modes"
+
+
+def test_fixed_h2_keeps_the_moments_with_the_kernel_it_names():
+    """``h2`` fixes every cluster's ``h_c²``: the kernel covariance is ``h2 · Σ`` (up to the pooling,
+    here one cluster: none), the centres are shrunk by ``sqrt(1 - h2)`` towards the mean, and the
+    mixture still has the particles' weighted mean and covariance."""
+    x = RNG.multivariate_normal([1.0, -2.0], [[2.0, 0.5], [0.5, 1.0]], 1000)
+    positions = jnp.asarray(x, jnp.float32)
+    log_w = jnp.asarray(RNG.normal(0, 0.3, 1000), jnp.float32)
+    kernel = LocalShrinkage(clusters=1, h2=0.99)(jax.random.key(2), positions, log_w)
+    cov = np.asarray(weighted_cov(positions, log_w), np.float64)
+    chol = np.asarray(kernel.chols[0], np.float64)
+    np.testing.assert_allclose(chol @ chol.T, 0.99 * cov, rtol=1e-3, atol=1e-5)
+    w = np.exp(np.asarray(log_w) - np.logaddexp.reduce(np.asarray(log_w)))
+    mean = w @ x
+    np.testing.assert_allclose(np.asarray(kernel.centres), mean + np.sqrt(0.01) * (x - mean), atol=1e-4)
+    mix_mean, mix_cov = mixture_moments(kernel, log_w)
+    np.testing.assert_allclose(mix_mean, mean, atol=1e-4)
+    np.testing.assert_allclose(mix_cov, cov, rtol=1e-3, atol=1e-4)

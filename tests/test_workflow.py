@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 from reports import figure1
 from workflow import cli
 from workflow import config as config_mod
+from workflow import plan
 from workflow.experiments import mixture
 from workflow.results import load_npz, save_npz
 from workflow.tracking import init_store, tracked_run
@@ -210,3 +211,21 @@ def test_concurrent_runs_all_land_once_the_store_exists(tmp_path, store):
     for r in runs:
         assert len(client.get_metric_history(r.info.run_id, "value")) == 5
     mlflow.set_tracking_uri(None)
+
+
+def test_smooth_kernel_config_compares_the_two_kernels_and_nothing_else():
+    """workflow/config/pmd_smooth.yaml (the README's redraw-kernel comparison) is a config of its
+    own: its mixture and posteriordb sections hold the default PMD and ``pmd_smooth``, identical but
+    for the kernel's fixed ``h2``, and a dry run plans both at every mixture seed."""
+    files = [CI_CONFIG.with_name("pmd_smooth.yaml")]
+    cfg = plan.merged_config(files)
+    config_mod.validate(cfg)
+    assert cfg["results_dir"] != "results"
+    for section in ("mixture", "posteriordb"):
+        methods = cfg[section]["methods"]
+        assert set(methods) == {"pmd", "pmd_smooth"}
+        smooth = dict(methods["pmd_smooth"])
+        assert smooth.pop("bandwidth") == {"kind": "local", "h2": 0.99} and smooth.pop("method") == "pmd"
+        assert smooth == methods["pmd"]
+    runs = {(w["method"], int(w["seed"])) for rule, w in plan.dry_run(files) if rule == "mixture_run"}
+    assert runs == {(m, s) for m in ("pmd", "pmd_smooth") for s in range(cfg["mixture"]["seeds"])}
