@@ -38,7 +38,10 @@ seed): the mean log variance ratio fell from −0.31 at the end of the first pas
 more passes with the default ``h²``, and stayed at −0.30 with ``h2 = 0.99``. It is not the default
 because it loses within-cluster shape at every redraw: on the Welling-Teh mixture (``d = 2``) a
 mode's mass missed by 0.11 where the default misses by at most 0.08 on the same seeds
-(``docs/findings.md`` has every measurement of the option).
+(``docs/findings.md`` has every measurement of the option). The option ``neighbours`` is the rule
+in between (the normal-reference ``h²`` raised to ``(k / n_c)^{2/d}``): it leaves low dimensions as
+the default has them and, on posteriordb, solved no more posteriors than the default (measured
+beside both in ``workflow/config/pmd_smooth.yaml``).
 """
 
 from __future__ import annotations
@@ -128,6 +131,9 @@ class LocalShrinkage:
         h2: a fixed ``h_c²`` for every cluster in place of the normal-reference rule (``scale``
             and ``max_h2`` then play no part); near 1, each cluster's redraw is nearly its
             moment-matched Gaussian (module docstring: what that buys and costs).
+        neighbours: ``k``: raise the normal-reference ``h_c²`` to at least ``(k / n_c)^{2/d}``, so
+            that about ``k`` neighbouring kernels weigh as much as a draw's own (``n h^d ≈ k``) and
+            ``q̃`` is smooth in high dimensions while low dimensions keep the normal-reference width.
     """
 
     clusters: int = 4
@@ -136,6 +142,7 @@ class LocalShrinkage:
     separation: float = 4.0
     jitter: float = 1e-5
     h2: float | None = None
+    neighbours: float | None = None
 
     def __call__(self, key: Array, positions: Array, log_weights: Array) -> Kernel:
         d, k = positions.shape[1], self.clusters
@@ -150,7 +157,10 @@ class LocalShrinkage:
         nu = d + 2.0
         covs = (ess[:, None, None] * covs + nu * pooled) / (ess + nu)[:, None, None]
         if self.h2 is None:
-            h2 = jnp.minimum(self.scale**2 * (4.0 / ((d + 2.0) * ess)) ** (2.0 / (d + 4.0)), self.max_h2)
+            h2 = self.scale**2 * (4.0 / ((d + 2.0) * ess)) ** (2.0 / (d + 4.0))
+            if self.neighbours is not None:
+                h2 = jnp.maximum(h2, (self.neighbours / ess) ** (2.0 / d))
+            h2 = jnp.minimum(h2, self.max_h2)
         else:
             h2 = jnp.full_like(ess, self.h2)
         chols = jax.vmap(lambda c, h: stable_cholesky(h * c, self.jitter))(covs, h2)

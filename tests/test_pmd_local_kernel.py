@@ -72,3 +72,19 @@ def test_fixed_h2_keeps_the_moments_with_the_kernel_it_names():
     mix_mean, mix_cov = mixture_moments(kernel, log_w)
     np.testing.assert_allclose(mix_mean, mean, atol=1e-4)
     np.testing.assert_allclose(mix_cov, cov, rtol=1e-3, atol=1e-4)
+
+
+def test_neighbours_widen_the_kernel_in_high_dimension_only():
+    """``neighbours = k`` raises ``h²`` to ``(k / n)^{2/d}`` where that exceeds the normal-reference
+    rule: equal weights, ``n = 1000``, ``k = 10``: at ``d = 30`` ``0.01^{1/15} = 0.736`` against
+    Silverman's ``(4 / (32 n))^{2/34} = 0.589``; at ``d = 2`` ``0.01`` against ``0.1``, so the
+    kernel is the default's."""
+    for d, expected in ((30, 0.01 ** (1 / 15)), (2, (4 / (4 * 1000)) ** (2 / 6))):
+        x = RNG.normal(size=(1000, d))
+        positions, log_w = jnp.asarray(x, jnp.float32), jnp.zeros(1000, jnp.float32)
+        kernel = LocalShrinkage(clusters=1, neighbours=10)(jax.random.key(3), positions, log_w)
+        cov = np.asarray(weighted_cov(positions, log_w), np.float64)
+        chol = np.asarray(kernel.chols[0], np.float64)
+        np.testing.assert_allclose(np.diag(chol @ chol.T), expected * np.diag(cov), rtol=1e-3)
+        default = LocalShrinkage(clusters=1)(jax.random.key(3), positions, log_w)
+        assert (d == 2) == np.allclose(np.asarray(default.chols[0]), chol, rtol=1e-5)

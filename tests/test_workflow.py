@@ -215,17 +215,20 @@ def test_concurrent_runs_all_land_once_the_store_exists(tmp_path, store):
 
 def test_smooth_kernel_config_compares_the_two_kernels_and_nothing_else():
     """workflow/config/pmd_smooth.yaml (the README's redraw-kernel comparison) is a config of its
-    own: its mixture and posteriordb sections hold the default PMD and ``pmd_smooth``, identical but
-    for the kernel's fixed ``h2``, and a dry run plans both at every mixture seed."""
+    own: its mixture and posteriordb sections hold the default PMD, ``pmd_smooth`` and
+    ``pmd_neighbours``, identical but for the kernel's width, and a dry run plans all three at
+    every mixture seed."""
     files = [CI_CONFIG.with_name("pmd_smooth.yaml")]
     cfg = plan.merged_config(files)
     config_mod.validate(cfg)
     assert cfg["results_dir"] != "results"
     for section in ("mixture", "posteriordb"):
         methods = cfg[section]["methods"]
-        assert set(methods) == {"pmd", "pmd_smooth"}
-        smooth = dict(methods["pmd_smooth"])
-        assert smooth.pop("bandwidth") == {"kind": "local", "h2": 0.99} and smooth.pop("method") == "pmd"
-        assert smooth == methods["pmd"]
+        assert set(methods) == {"pmd", "pmd_smooth", "pmd_neighbours"}
+        for label, kernel in (("pmd_smooth", {"kind": "local", "h2": 0.99}),
+                              ("pmd_neighbours", {"kind": "local", "neighbours": 10})):
+            variant = dict(methods[label])
+            assert variant.pop("bandwidth") == kernel and variant.pop("method") == "pmd"
+            assert variant == methods["pmd"]
     runs = {(w["method"], int(w["seed"])) for rule, w in plan.dry_run(files) if rule == "mixture_run"}
-    assert runs == {(m, s) for m in ("pmd", "pmd_smooth") for s in range(cfg["mixture"]["seeds"])}
+    assert runs == {(m, s) for m in ("pmd", "pmd_smooth", "pmd_neighbours") for s in range(cfg["mixture"]["seeds"])}
