@@ -444,6 +444,8 @@ def kernel_rule(spec: Any):
             rule = LocalShrinkage(**args)
         except TypeError as err:
             raise ValueError(f"bad arguments for bandwidth rule 'local': {args} ({err})") from err
+        if rule.h2 is not None and rule.neighbours is not None:
+            raise ValueError("bandwidth rule 'local': give h2 (a fixed width) or neighbours (a floor on the rule's), not both")
         if rule.neighbours is not None and not (isinstance(rule.neighbours, (int, float)) and rule.neighbours > 0):
             raise ValueError(f"bandwidth rule 'local': neighbours must be positive, got {rule.neighbours!r}")
         if not isinstance(rule.clusters, int) or rule.clusters < 1:

@@ -73,6 +73,7 @@ def test_unknown_strategy_is_named():
         ({"bandwidth": {"kind": "local", "max_h2": 1.0}}, "max_h2"),
         ({"bandwidth": {"kind": "local", "h2": 1.0}}, r"h2 must lie in \(0, 1\), got 1.0"),
         ({"bandwidth": {"kind": "local", "neighbours": 0}}, "neighbours must be positive, got 0"),
+        ({"bandwidth": {"kind": "local", "h2": 0.9, "neighbours": 10}}, "not both"),
         ({"bandwidth": {"kind": "local", "width": 2}}, "bad arguments for bandwidth rule 'local'"),
         ({"variant": "paper", "bandwidth": {"kind": "local"}}, "local kernel"),
         ({"max_substeps": 0}, "max_substeps"),
