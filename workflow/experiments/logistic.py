@@ -4,8 +4,9 @@ The data are a prepared classification file of :mod:`datasets` (``X_train``, ``y
 ``X_test``, ``y_test``: PCA-50 features, labels ±1), to which a bias column is appended (``d = 51``).
 
 * :func:`make_reference`: the NUTS reference posterior on the training rows the comparison uses
-  (PyMC model, NumPyro NUTS, ArviZ gate: :mod:`workflow.reference`). The last chain is held out:
-  its draws scored against the other chains give the floor of each sample-based distance (what
+  (PyMC model, NumPyro NUTS, ArviZ gate: :mod:`workflow.reference`; with ``reference.metric:
+  laplace``, NumPyro's NUTS on :func:`reference_log_density` with the Laplace covariance as its
+  fixed metric, for the paper-scale reference on a CPU). The last chain is held out: its draws scored against the other chains give the floor of each sample-based distance (what
   exact draws score); the reference's own predictive test scores are recorded too. Run it in its
   own process: PyMC's JAX sampler turns on float64.
 * :func:`run_one`: one method, one seed; at every evaluation the test error and test
@@ -65,6 +66,18 @@ def pymc_model(train: dict, prior_std: float):
     return model
 
 
+def reference_log_density(train: dict, prior_std: float):
+    """The unnormalised log posterior ``log N(w; 0, s² I) + Σ_n log σ(y_n wᵀx_n)`` of the training
+    rows in float64 (the reference's arithmetic; call with ``jax_enable_x64`` on)."""
+    model = BayesianLogisticRegression(train["x"].shape[1], prior_std)
+    data = {"x": jnp.asarray(train["x"], jnp.float64), "y": jnp.asarray(train["y"], jnp.float64)}
+
+    def logdensity(w: jax.Array) -> jax.Array:
+        return model.log_prior(w) + jnp.sum(jax.vmap(model.log_likelihood, (None, 0))(w, data))
+
+    return logdensity
+
+
 def compute_reference(cfg: dict, data_path: str | Path) -> tuple[dict[str, np.ndarray], dict]:
     """NUTS reference draws on the section's training rows, gated and scored for the floor.
 
@@ -75,14 +88,19 @@ def compute_reference(cfg: dict, data_path: str | Path) -> tuple[dict[str, np.nd
     computation runs under :func:`make_reference` or, for the paper-scale reference, on whatever
     machine has the accelerator.
     """
-    from ..reference import check_convergence, sample_nuts
+    from ..reference import check_convergence, sample_nuts, sample_nuts_laplace
 
     ref_cfg = cfg["reference"]
     train, test = load_data(data_path, cfg["train_rows"])
     params = {"data": str(data_path), "num_data": len(train["y"]), "prior_std": cfg["prior_std"], **ref_cfg}
+    sampler = {"draws": ref_cfg["draws"], "tune": ref_cfg["tune"], "chains": ref_cfg["chains"], "seed": ref_cfg["seed"]}
     t0 = time.perf_counter()
-    idata = sample_nuts(pymc_model(train, cfg["prior_std"]), draws=ref_cfg["draws"], tune=ref_cfg["tune"],
-                        chains=ref_cfg["chains"], seed=ref_cfg["seed"])
+    if ref_cfg.get("metric", "adapted") == "laplace":
+        jax.config.update("jax_enable_x64", True)  # as PyMC's JAX samplers do: this process only
+        idata = sample_nuts_laplace(reference_log_density(train, cfg["prior_std"]),
+                                    np.zeros(train["x"].shape[1]), **sampler)
+    else:
+        idata = sample_nuts(pymc_model(train, cfg["prior_std"]), **sampler)
     seconds = time.perf_counter() - t0
     diagnostics = check_convergence(idata, "w", max_rhat=ref_cfg["max_rhat"], min_ess=ref_cfg["min_ess"])
     draws = np.asarray(idata.posterior["w"].values, np.float32)  # (chains, draws, d)
@@ -91,6 +109,10 @@ def compute_reference(cfg: dict, data_path: str | Path) -> tuple[dict[str, np.nd
                                              jax.random.key(ref_cfg["seed"]))
     predictive = predictive_scores(ParticlePosterior.equally_weighted(jnp.asarray(reference)), test,
                                    jax.random.key(ref_cfg["seed"]))
+    if "laplace_mode" in idata.attrs:  # how far the chain went from the approximation that preconditioned it
+        all_draws = draws.reshape(-1, draws.shape[-1])
+        diagnostics["laplace_mean_error"] = float(np.max(np.abs(np.asarray(idata.attrs["laplace_mode"])
+                                                                - all_draws.mean(0)) / all_draws.std(0)))
     meta = {"diagnostics": diagnostics, "floor": floor, "predictive": predictive, "seconds": seconds,
             "num_data": len(train["y"]), "dim": int(draws.shape[-1]), "params": params,
             "platform": jax.devices()[0].platform}
