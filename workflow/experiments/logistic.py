@@ -85,8 +85,10 @@ def compute_reference(cfg: dict, data_path: str | Path) -> tuple[dict[str, np.nd
     and ``held_out`` (the last chain); ``meta`` the diagnostics, the floor of each sample-based
     distance (the held-out chain scored against the others), the reference's own predictive test
     scores, the sampler's wall time and the settings. Nothing is logged or written: the same
-    computation runs under :func:`make_reference` or, for the paper-scale reference, on whatever
-    machine has the accelerator.
+    computation runs under :func:`make_reference` or on another machine (an accelerator). With
+    ``reference.metric: laplace`` the sampler is :func:`workflow.reference.sample_nuts_laplace` on
+    :func:`reference_log_density`, started at the prior mean, and ``diagnostics`` also holds
+    ``laplace_mean_error``: the Laplace mode's largest distance from the chains' mean, in their sd.
     """
     from ..reference import check_convergence, sample_nuts, sample_nuts_laplace
 
