@@ -124,8 +124,8 @@ def sample_nuts_laplace(logdensity: Any, init: Any, *, draws: int, tune: int, ch
     ``N(θ̂, overdispersion² Σ̂)`` (overdispersed, so that R̂ can detect a chain that has not
     forgotten its start: Gelman & Rubin 1992) and adapt only the step size during ``tune``
     iterations. Returns an ArviZ ``InferenceData`` with the draws under ``"w"`` (chain, draw, d)
-    and ``diverging`` in ``sample_stats``, ready for :func:`check_convergence`; its ``attrs``
-    hold the Laplace mode and covariance.
+    and ``diverging`` in ``sample_stats``, ready for :func:`check_convergence`; ``attrs["laplace_mode"]``
+    holds the mode the metric was taken at.
     """
     import os
 
@@ -146,5 +146,5 @@ def sample_nuts_laplace(logdensity: Any, init: Any, *, draws: int, tune: int, ch
     samples = np.asarray(mcmc.get_samples(group_by_chain=True))
     diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
     idata = az.from_dict(posterior={"w": samples}, sample_stats={"diverging": diverging})
-    idata.attrs.update({"laplace_mode": mode.tolist(), "laplace_cov_diag": np.diag(cov).tolist()})
+    idata.attrs["laplace_mode"] = mode.tolist()
     return idata

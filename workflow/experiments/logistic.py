@@ -6,8 +6,9 @@ The data are a prepared classification file of :mod:`datasets` (``X_train``, ``y
 * :func:`make_reference`: the NUTS reference posterior on the training rows the comparison uses
   (PyMC model, NumPyro NUTS, ArviZ gate: :mod:`workflow.reference`; with ``reference.metric:
   laplace``, NumPyro's NUTS on :func:`reference_log_density` with the Laplace covariance as its
-  fixed metric, for the paper-scale reference on a CPU). The last chain is held out: its draws scored against the other chains give the floor of each sample-based distance (what
-  exact draws score); the reference's own predictive test scores are recorded too. Run it in its
+  fixed metric, for the paper-scale reference on a CPU). The last chain is held out: its draws
+  scored against the other chains give the floor of each sample-based distance (what exact draws
+  score); the reference's own predictive test scores are recorded too. Run it in its
   own process: PyMC's JAX sampler turns on float64.
 * :func:`run_one`: one method, one seed; at every evaluation the test error and test
   log-likelihood of the posterior predictive (:func:`pmd.models.logistic.predictive_scores`) and
