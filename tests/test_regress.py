@@ -6,6 +6,7 @@ is PMD's update alone and the cheapest to rerun (about 15 s); they run exactly w
 rule ``rate`` runs, with the ci config's particle counts and replicates.
 """
 
+import copy
 import json
 import os
 import subprocess
@@ -83,12 +84,28 @@ def test_band_is_k_sd_or_the_floor():
 def test_committed_baseline_matches_the_ci_config():
     baseline = regress.load_baseline(BASELINE)
     regress.check_sections(baseline, CI, BASELINE)  # raises naming the field when ci.yaml moved on
+    # ... and against the config the ci workflow resolves (schema defaults filled in): what
+    # `pmd-bench regress` reads back from results/config.yaml after the workflow.
+    regress.check_sections(baseline, config_mod.with_defaults(CI), BASELINE)
     groups = {key.rsplit("/", 1)[0] for key in baseline["metrics"]}
     expected = set(regress.run_folders(CI, "results")) | {"rate/pmd"}
     expected |= {g for g in groups if g.startswith("posteriordb/")}  # present only with the mirror
     assert groups == expected, sorted(groups ^ expected)
     for key, entry in baseline["metrics"].items():
         assert entry.get("lower", -1) <= entry.get("mean", 0) <= entry.get("upper", 1), key
+
+
+def test_a_setting_added_after_the_baseline_compares_by_its_default():
+    """A baseline written before ``logistic.reference.metric`` existed (its sections lack the
+    field): the default ("adapted", the only sampler then) is no difference, another value is."""
+    sections = {"logistic": config_mod.with_defaults(CI)["logistic"]}
+    del sections["logistic"]["reference"]["metric"]
+    baseline = {"sections": sections, "metrics": {}}
+    regress.check_sections(baseline, config_mod.with_defaults(CI), "old.json")
+    moved = copy.deepcopy(CI)
+    moved["logistic"]["reference"]["metric"] = "laplace"
+    with pytest.raises(ValueError, match="logistic/reference/metric: 'adapted' in the baseline, 'laplace' here"):
+        regress.check_sections(baseline, moved, "old.json")
 
 
 def _tiny_baseline(path: Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,17 @@ def validate(config: dict, source: str = "<config>") -> dict:
         lines = [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors]
         raise ConfigFileError(f"{source} breaks the config schema:\n  " + "\n  ".join(lines))
     return config
+
+
+def with_defaults(config: dict) -> dict:
+    """A copy of ``config`` with the schema's defaults filled in, as Snakemake's ``validate`` fills
+    them in the Snakefile (so this is the config the workflow's jobs see and ``resolved_config``
+    writes)."""
+    from snakemake.utils import validate as snakemake_validate
+
+    filled = copy.deepcopy(config)
+    snakemake_validate(filled, str(SCHEMA), set_default=True)
+    return filled
 
 
 def load(path: str | Path | None = None) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from . import config as config_mod
 from .config import posteriordb_skip_reason
 from .results import load_npz, save_json
 
@@ -305,12 +306,18 @@ def _differences(a: Any, b: Any, path: str) -> list[str]:
 
 def check_sections(baseline: dict, cfg: dict, path: str | Path) -> None:
     """Raise ValueError naming the first fields where ``cfg``'s experiment sections differ from those
-    the baseline was made with (seed counts aside): its bands say nothing about another config."""
+    the baseline was made with (seed counts aside): its bands say nothing about another config.
+
+    Both sides are compared with the schema's defaults filled in, so a setting added after the
+    baseline was made, whose default keeps the old behaviour, is no difference (the baseline's
+    sections were written before the field existed); a non-default value of it is one."""
     def runs(name: str, section: Any) -> Any:  # an experiment's seed count is not a setting (rate's is)
         return {k: v for k, v in section.items() if k != "seeds"} if name != "rate" and section else section
 
-    diff = [d for name, section in baseline["sections"].items()
-            for d in _differences(runs(name, section), runs(name, cfg.get(name)), name)]
+    here = config_mod.with_defaults(cfg)
+    then = config_mod.with_defaults({**cfg, **baseline["sections"]})
+    diff = [d for name in baseline["sections"]
+            for d in _differences(runs(name, then.get(name)), runs(name, here.get(name)), name)]
     if diff:
         raise ValueError(f"the config differs from the one the baseline {path} was made with: "
                          + "; ".join(diff[:3]) + ("; ..." if len(diff) > 3 else ""))
