@@ -20,8 +20,12 @@ localrules:
     tracking_store,
 
 
-# One XLA thread per job: Snakemake's --cores decides the parallelism, not each JAX process.
-shell.prefix("export XLA_FLAGS='--xla_cpu_multi_thread_eigen=false'; ")
+# One XLA thread per job: Snakemake's --cores decides the parallelism, not each JAX process. Jobs
+# share JAX's persistent compilation cache (.jax-cache/ at the repository root unless
+# JAX_COMPILATION_CACHE_DIR says otherwise): the seeds and configs of one method compile the same steps.
+shell.prefix("export XLA_FLAGS='--xla_cpu_multi_thread_eigen=false'; "
+             f"export JAX_COMPILATION_CACHE_DIR=${{{{JAX_COMPILATION_CACHE_DIR:-{workflow.basedir}/.jax-cache}}}}; "
+             "export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=${{JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS:-0.5}}; ")
 
 
 rule resolved_config:
