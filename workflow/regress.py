@@ -51,7 +51,6 @@ import numpy as np
 from scipy import stats
 
 from . import config as config_mod
-from .config import posteriordb_skip_reason
 from .results import load_npz, save_json
 
 ALPHA = 0.05
@@ -71,7 +70,7 @@ RATE_FILE = "figures/rate.json"
 def skipped(cfg: dict) -> dict[str, str]:
     """Experiments the config does not run, with the reason (as the Snakemake rules decide)."""
     out = {name: "the config has no such section" for name in METRICS if name not in cfg}
-    reason = posteriordb_skip_reason(cfg)
+    reason = config_mod.posteriordb_skip_reason(cfg)
     if reason is not None:
         out["posteriordb"] = reason
     return out
