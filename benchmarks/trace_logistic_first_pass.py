@@ -33,7 +33,7 @@ import numpy as np
 
 from pmd import PMD
 from pmd.models.logistic import BayesianLogisticRegression
-from workflow.experiments.logistic import load_data
+from workflow.experiments.logistic import load_data, reference_log_density
 from workflow.reference import laplace_approximation
 from workflow.results import save_json
 
@@ -41,13 +41,10 @@ CHECKPOINTS = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 
 
 def partial_laplace(x: np.ndarray, y: np.ndarray, prior_std: float) -> tuple[np.ndarray, np.ndarray]:
-    """Mode and covariance of the Laplace approximation of ``N(0, s² I) · Π σ(y xᵀw)`` (float64)."""
+    """Mode and covariance of the Laplace approximation of ``N(0, s² I) · Π σ(y xᵀw)`` over these
+    rows, in float64 (the reference's log density, :func:`reference_log_density`)."""
     with jax.enable_x64(True):
-        xs, ys = jnp.asarray(x, jnp.float64), jnp.asarray(y, jnp.float64)
-
-        def log_density(w):
-            return -jnp.sum(jnp.logaddexp(0.0, -ys * (xs @ w))) - 0.5 * jnp.sum(w**2) / prior_std**2
-
+        log_density = reference_log_density({"x": x, "y": y}, prior_std)
         return laplace_approximation(log_density, jnp.zeros(x.shape[1], jnp.float64))
 
 

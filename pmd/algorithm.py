@@ -42,7 +42,8 @@ Two variants share that update (``variant``):
 * Known limit (measured, docs/findings.md "At paper scale"): each reweight-and-redraw cycle of the
   streaming start loses spread of order ``d/m`` and the losses compound with the number of
   cycles, so a first pass of thousands of steps in tens of dimensions (1.6M rows, d = 51) leaves
-  a cloud too narrow to follow the partial posteriors, stuck far from the posterior.
+  a cloud too narrow to follow the partial posteriors, stuck far from the posterior (off within
+  the first hundred steps: ``benchmarks/trace_logistic_first_pass.py``).
 * Optional, off by default: ``rejuvenate={"kind": "mala", "steps": k}`` with ``data=`` the data
   set moves the particles by ``k`` MALA steps at the end of every pass (or, with ``"at":
   "doubling"``, of passes 1, 2, 4, ...), where the iterate is the posterior itself
