@@ -18,6 +18,8 @@ file (settings and rows) and prints a Markdown table.
     python benchmarks/trace_logistic_first_pass.py --data results/paper/data/mnist8m-synth-6v8.npz \
         --particles 1000 --label default --out results/benchmarks/first_pass
     python benchmarks/trace_logistic_first_pass.py ... --options '{"bandwidth": {"kind": "local", "h2": 0.99}}'
+    python benchmarks/trace_logistic_first_pass.py ... --options \
+        '{"rejuvenate": {"kind": "mala", "steps": 5, "first_pass": true, "precondition": "hessian"}}'
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ def trace(data: str, particles: int, options: dict, batch_size: int, checkpoints
     order = np.random.default_rng(seed).permutation(n)
     x, y = train["x"][order], train["y"][order]
     checkpoints = sorted({c // batch_size * batch_size for c in checkpoints if batch_size <= c <= n})
+    if "rejuvenate" in options:  # the moves read the rows seen so far: PMD holds the data set
+        options = {**options, "data": train}
     algo = PMD(BayesianLogisticRegression(d, prior_std).model(), data_size=n, num_particles=particles, **options)
     key = jax.random.key(seed)
     state = algo.init(key)
@@ -81,7 +85,8 @@ def trace(data: str, particles: int, options: dict, batch_size: int, checkpoints
     rows, stepping, started = [], 0.0, time.perf_counter()
     for t in range(checkpoints[-1] // batch_size):
         lo, hi = t * batch_size, (t + 1) * batch_size
-        state, _ = step(jax.random.fold_in(key, t), state, {"x": jnp.asarray(x[lo:hi]), "y": jnp.asarray(y[lo:hi])})
+        batch = {"x": jnp.asarray(x[lo:hi]), "y": jnp.asarray(y[lo:hi])}
+        state, _ = step(jax.random.fold_in(key, t), state, batch, jnp.asarray(order[lo:hi]) if algo.wants_rows else None)
         if hi in checkpoints:
             positions = np.asarray(state.positions, np.float64)
             stepping += time.perf_counter() - started

@@ -83,7 +83,7 @@ from .kde import Kernel, kernel_log_density, kernel_sample
 from .local_kernel import LocalShrinkage
 from .model import Model
 from .posterior import KDEPosterior, ParticlePosterior
-from .rejuvenation import MALAMoves, full_log_likelihood
+from .rejuvenation import LogTarget, MALAMoves
 from .schedules import particle_count, step_size
 from .weights import cap_step_size, effective_sample_size, normalize
 
@@ -111,6 +111,7 @@ class PMDState:
     exponent: Array  # λ_t: q̃_t ∝ p · exp(N Σ_s w_s ℓ̄_s) with Σ_s w_s = λ_t (1 = no tempering left)
     from_prior: Array  # bool: the current q̃ is the prior itself (before the first KDE step)
     seen: Array  # robust: data points absorbed by the streaming start (N once it is over)
+    order: Array  # rejuvenate with first_pass: the first pass's row indices in the order seen, else (0,)
 
 
 class PMD:
@@ -206,8 +207,7 @@ class PMD:
             rows = {jnp.shape(x)[0] for x in jax.tree_util.tree_leaves(data)}
             if rows != {self.data_size}:
                 raise ConfigError(f"rejuvenate: data has {sorted(rows)} rows, data_size is {self.data_size}")
-            loglik = full_log_likelihood(model, jax.tree_util.tree_map(jnp.asarray, data), self.moves.chunk)
-            self._log_posterior = lambda th: model.log_prior_many(th) + loglik(th)
+            self._target = LogTarget(model, data, self.moves.chunk)
         self._step = jax.jit(self._robust_step if variant == "robust" else self._paper_step)
 
     # -- the interface -------------------------------------------------------------------------
@@ -229,12 +229,38 @@ class PMD:
             exponent=zero,
             from_prior=jnp.asarray(True),
             seen=zero,
+            order=jnp.zeros((self.data_size if self._tracks_rows else 0,), jnp.int32),
         )
 
-    def step(self, key: Array, state: PMDState, batch: Any) -> tuple[PMDState, dict]:
-        """One PMD iteration on a mini-batch (Algorithm 1, lines 5-15)."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch)
+    @property
+    def _tracks_rows(self) -> bool:
+        return self.moves is not None and self.moves.first_pass
+
+    @property
+    def batchable(self) -> bool:
+        """Whether :func:`pmd.run_batched` may vectorise repetitions: not with moves. Measured
+        (docs/findings.md, 2026-11-26): the ``vmap`` of the scan with the moves' loops inside a
+        ``cond`` wedges XLA's CPU runtime at ``m = 1000`` (every thread idle, no result), with
+        the pass-end moves as with the first-pass ones; one repetition at a time runs."""
+        return self.moves is None
+
+    @property
+    def wants_rows(self) -> bool:
+        """Whether ``step`` needs the batch's row indices (``rows=``): the first-pass moves target the
+        partial posterior of exactly the rows seen. The runner passes them to a method that says so."""
+        return self._tracks_rows
+
+    def step(self, key: Array, state: PMDState, batch: Any, rows: Array | None = None) -> tuple[PMDState, dict]:
+        """One PMD iteration on a mini-batch (Algorithm 1, lines 5-15); ``rows``: the batch's row
+        indices in the data set, needed by ``rejuvenate`` with ``first_pass``."""
+        size = self.model.check_batch(batch)
+        if self._tracks_rows:
+            if rows is None:
+                raise ConfigError("rejuvenate with first_pass moves on the rows seen so far: step needs the "
+                                  "batch's row indices (rows=; pmd.run passes them)")
+            if jnp.shape(rows) != (size,):
+                raise ConfigError(f"rows must hold the batch's {size} row indices, got shape {jnp.shape(rows)}")
+        return self._step(key, state, batch, rows)
 
     def posterior(self, state: PMDState) -> ParticlePosterior:
         """Paper variant: the weighted KDE ``q̃_{t+1}`` (eq. 6) while KDE steps run; otherwise the
@@ -263,7 +289,7 @@ class PMD:
         return jnp.mean(self.model.batch_log_likelihood(positions, batch), axis=1)
 
     # -- the robust variant --------------------------------------------------------------------
-    def _robust_step(self, key: Array, state: PMDState, batch: Any) -> tuple[PMDState, dict]:
+    def _robust_step(self, key: Array, state: PMDState, batch: Any, rows: Array | None) -> tuple[PMDState, dict]:
         size = jax.tree_util.tree_leaves(batch)[0].shape[0]
         dtype = state.positions.dtype
         n = jnp.asarray(self.data_size, dtype)
@@ -317,20 +343,29 @@ class PMD:
         carry = (state.positions, state.log_weights, state.base, state.kernel,
                  self._mean_loglik(state.positions, batch), start_remaining, jnp.asarray(0), jnp.asarray(0))
         positions, log_w, base, kernel, _, _, substeps, redraws = jax.lax.while_loop(unfinished, body, carry)
-        moved, acceptance = jnp.asarray(False), jnp.asarray(jnp.nan, dtype)
-        if self.moves is not None:  # at the end of a pass the iterate is the posterior (pmd.rejuvenation)
+        order, seen = state.order, state.seen + fresh
+        if self._tracks_rows:  # rows past the first pass fall outside `order` and are dropped
+            start = state.seen.astype(jnp.int32)
+            order = order.at[start + jnp.arange(size)].set(rows.astype(jnp.int32), mode="drop")
+        moved, acceptance, read = jnp.asarray(False), jnp.asarray(jnp.nan, dtype), jnp.asarray(0, jnp.int32)
+        if self.moves is not None:  # where the iterate is a posterior: pass ends, and first-pass points
             before = jnp.where(streaming, state.seen, state.clock * size) / n
-            moved = self.moves.due(before, clock * size / n)
+            pass_end = self.moves.due(before, clock * size / n)
+            partial = self.moves.due_in_first_pass(state.step + 1, seen < n)
+            moved = pass_end | partial
+            count = jnp.where(partial, seen, n)
 
             def rejuvenate():
                 k_move, k_kernel = jax.random.split(jax.random.fold_in(key, self.max_substeps))
-                pos, logp, rate = self.moves(k_move, positions, log_w, self._log_posterior)
+                pos, logp, rate = self.moves(k_move, positions, log_w, self._target, count,
+                                             order if self._tracks_rows else None)
                 uniform = jnp.zeros((m,), dtype) - jnp.log(jnp.asarray(m, dtype))
                 base_new = self.model.log_prior_many(pos) - logp
                 return pos, uniform, base_new, self._kernel(k_kernel, pos, uniform, gamma), rate
 
             positions, log_w, base, kernel, acceptance = jax.lax.cond(
                 moved, rejuvenate, lambda: (positions, log_w, base, kernel, acceptance))
+            read = moved * self.moves.reads_per_round * count.astype(jnp.int32)
         new = PMDState(
             positions=positions,
             log_weights=log_w,
@@ -340,7 +375,8 @@ class PMD:
             clock=clock,
             exponent=jnp.where(streaming, (state.seen + fresh) / n, (1.0 - gamma) * state.exponent + gamma),
             from_prior=state.from_prior & (redraws == 0),
-            seen=state.seen + fresh,
+            seen=seen,
+            order=order,
         )
         info = {
             "gamma": gamma,
@@ -355,8 +391,7 @@ class PMD:
             "uncapped": substeps >= self.max_substeps,
         }
         if self.moves is not None:
-            info.update(moved=moved, acceptance=acceptance,
-                        visited=jnp.asarray(size, jnp.int32) + moved * (self.moves.steps + 1) * self.data_size)
+            info.update(moved=moved, acceptance=acceptance, visited=jnp.asarray(size, jnp.int32) + read)
         return new, info
 
     # -- the paper variant ---------------------------------------------------------------------
@@ -374,7 +409,8 @@ class PMD:
 
         return jax.lax.cond(state.from_prior, from_prior, from_kde, None)
 
-    def _paper_step(self, key: Array, state: PMDState, batch: Any) -> tuple[PMDState, dict]:
+    def _paper_step(self, key: Array, state: PMDState, batch: Any, rows: Array | None) -> tuple[PMDState, dict]:
+        del rows  # the paper variant has no moves
         t = state.step + 1
         if self.strategy == "particles":
             redraw = jnp.asarray(False)
@@ -414,6 +450,7 @@ class PMD:
             exponent=(1.0 - gamma) * state.exponent + gamma,
             from_prior=state.from_prior & ~redraw,
             seen=state.seen,
+            order=state.order,
         )
         info = {
             "gamma": gamma,

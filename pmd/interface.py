@@ -3,7 +3,9 @@
 ``Method(model, data_size=N, num_particles=m, **hyperparameters)`` builds a method; ``init(key)``
 returns its state; ``step(key, state, batch)`` is a pure function returning ``(state, info)``;
 ``posterior(state)`` returns a :class:`pmd.posterior.Posterior`. The runner, the metrics and the
-reports rely on nothing else.
+reports rely on nothing else. A method that must know which rows of the data set a batch holds
+(PMD's first-pass moves revisit the rows seen so far) says so with a true ``wants_rows``; the runner
+then calls ``step(key, state, batch, rows=indices)``.
 """
 
 from __future__ import annotations

@@ -47,30 +47,44 @@ OPTIMAL_ACCEPTANCE = 0.574  # MALA, Roberts & Rosenthal (1998)
 
 @dataclass(frozen=True)
 class MALAMoves:
-    """``steps`` preconditioned MALA moves on the full-data posterior (module docstring)."""
+    """``steps`` preconditioned MALA moves on the iterate's target (module docstring)."""
 
     steps: int = 10
-    chunk: int = 4096  # data rows per block of the full-data log-likelihood (memory: m × chunk)
+    chunk: int = 4096  # data rows per block of the log-likelihood sums (memory: m × chunk)
     jitter: float = 1e-6
     at: str = "every_pass"  # or "doubling": at the end of passes 1, 2, 4, 8, ...
+    first_pass: bool = False  # also after steps 2, 4, 8, ... of the first pass (partial posteriors)
+    precondition: str = "cloud"  # or "hessian": the target's inverse Hessian at the cloud's mean
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> "MALAMoves":
-        """``{"kind": "mala", "steps": k, "chunk": c, "at": a}``; raises ``ValueError`` naming a bad field."""
+        """``{"kind": "mala", "steps": k, ...}`` with the fields of this class; raises ``ValueError``
+        naming a bad field."""
         if not isinstance(spec, Mapping) or spec.get("kind") != "mala":
             raise ValueError(f"rejuvenate must be {{'kind': 'mala', 'steps': k}}, got {spec!r}")
         args = {k: v for k, v in spec.items() if k != "kind"}
-        unknown = sorted(set(args) - {"steps", "chunk", "jitter", "at"})
+        known = ("steps", "chunk", "jitter", "at", "first_pass", "precondition")
+        unknown = sorted(set(args) - set(known))
         if unknown:
-            raise ValueError(f"rejuvenate: unknown fields {unknown}; known: steps, chunk, jitter, at")
+            raise ValueError(f"rejuvenate: unknown fields {unknown}; known: {', '.join(known)}")
         moves = cls(**args)
         if moves.at not in ("every_pass", "doubling"):
             raise ValueError(f"rejuvenate: at must be 'every_pass' or 'doubling', got {moves.at!r}")
+        if moves.precondition not in ("cloud", "hessian"):
+            raise ValueError(f"rejuvenate: precondition must be 'cloud' or 'hessian', got {moves.precondition!r}")
+        if not isinstance(moves.first_pass, bool):
+            raise ValueError(f"rejuvenate: first_pass must be true or false, got {moves.first_pass!r}")
         for name in ("steps", "chunk"):
             value = getattr(moves, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"rejuvenate: {name} must be a positive integer, got {value!r}")
         return moves
+
+    @property
+    def reads_per_round(self) -> int:
+        """Full reads of the target's rows one round of moves makes: the gradient at the start and
+        at every proposal, and the Hessian's (one read, ``d`` forward passes) when it preconditions."""
+        return self.steps + 1 + (self.precondition == "hessian")
 
     def due(self, passes_before: Array, passes_after: Array) -> Array:
         """Whether a step that took the pass count from ``passes_before`` to ``passes_after`` (real
@@ -84,31 +98,42 @@ class MALAMoves:
 
         return level(done_after) > level(done_before)
 
-    def __call__(self, key: Array, positions: Array, log_weights: Array,
-                 log_target: Callable[[Array], Array]) -> tuple[Array, Array, Array]:
-        """Resample, then move: ``(positions, log π at them, mean acceptance over the moves)``."""
+    def due_in_first_pass(self, steps_taken: Array, streaming_after: Array) -> Array:
+        """With ``first_pass``: after steps 2, 4, 8, ... while the first pass is still under way
+        (its end is a pass end, moved by :meth:`due`)."""
+        t = steps_taken.astype(jnp.int32)
+        return self.first_pass & streaming_after & (t >= 2) & ((t & (t - 1)) == 0)
+
+    def __call__(self, key: Array, positions: Array, log_weights: Array, target: "LogTarget",
+                 count: Array, order: Array | None = None) -> tuple[Array, Array, Array]:
+        """Resample, then move on ``target`` over its first ``count`` rows (of ``order``, if given):
+        ``(positions, log target at them, mean acceptance over the moves)``."""
         m, d = positions.shape
         k_resample, k_moves = jax.random.split(key)
-        chol = stable_cholesky(weighted_cov(positions, log_weights), self.jitter)
+        cloud = weighted_cov(positions, log_weights)
+        if self.precondition == "hessian":
+            mean = jnp.sum(jax.nn.softmax(log_weights)[:, None] * positions, axis=0)
+            root, inverse_root = hessian_root(-target.hessian(mean, count, order), cloud, self.jitter)
+        else:
+            root = stable_cholesky(cloud, self.jitter)
+            inverse_root = jax.scipy.linalg.solve_triangular(root, jnp.eye(d, dtype=root.dtype), lower=True)
         x = positions[stratified_draw(k_resample, log_weights, m)]
-        def summed(th):
-            values = log_target(th)
-            return jnp.sum(values), values
 
-        def evaluate(th):  # per-particle log π and its gradient, in one pass
-            (_, values), grad = jax.value_and_grad(summed, has_aux=True)(th)
-            return values, grad
+        def evaluate(th):
+            return target.value_and_grad(th, count, order)
+
+        def drift(th, grad, eps):  # θ + ε²/2 · A ∇log π(θ), A = R Rᵀ
+            return th + 0.5 * eps**2 * (grad @ root) @ root.T
 
         def log_proposal(to, frm, grad_frm, eps):  # log q(to | frm) up to a constant
-            drift = frm + 0.5 * eps**2 * (grad_frm @ chol) @ chol.T
-            z = jax.scipy.linalg.solve_triangular(chol, (to - drift).T, lower=True).T
+            z = (to - drift(frm, grad_frm, eps)) @ inverse_root.T
             return -0.5 * jnp.sum(z**2, axis=1) / eps**2
 
         def move(carry, k):
             x, logp, grad, eps = carry
             k_z, k_u = jax.random.split(k)
             z = jax.random.normal(k_z, x.shape, x.dtype)
-            prop = x + 0.5 * eps**2 * (grad @ chol) @ chol.T + eps * z @ chol.T
+            prop = drift(x, grad, eps) + eps * z @ root.T
             logp_prop, grad_prop = evaluate(prop)
             log_ratio = (logp_prop + log_proposal(x, prop, grad_prop, eps)
                          - logp - log_proposal(prop, x, grad, eps))
@@ -124,6 +149,82 @@ class MALAMoves:
         eps = jnp.asarray(1.65 * d ** (-1.0 / 6.0), x.dtype)
         (x, logp, _, _), rates = jax.lax.scan(move, (x, logp, grad, eps), jax.random.split(k_moves, self.steps))
         return x, logp, jnp.mean(rates)
+
+
+def hessian_root(precision: Array, fallback_cov: Array, jitter: float) -> tuple[Array, Array]:
+    """``(R, R⁻¹)`` with ``R Rᵀ = precision⁻¹`` (``R = V Λ^{-1/2}`` from the eigendecomposition),
+    or the Cholesky factor of ``fallback_cov`` and its inverse where ``precision`` (minus the target's
+    Hessian at the cloud's mean) is not positive definite: between two modes of a multimodal target
+    the log density curves upwards, and the cloud's covariance is the better guess there."""
+    d = precision.shape[0]
+    lam, vec = jnp.linalg.eigh(0.5 * (precision + precision.T))
+    usable = jnp.all(jnp.isfinite(lam)) & (jnp.min(lam) > 0)
+    lam = jnp.where(usable, lam, 1.0)
+    chol = stable_cholesky(fallback_cov, jitter)
+    chol_inverse = jax.scipy.linalg.solve_triangular(chol, jnp.eye(d, dtype=chol.dtype), lower=True)
+    root = jnp.where(usable, vec / jnp.sqrt(lam), chol)
+    inverse_root = jnp.where(usable, (vec * jnp.sqrt(lam)).T, chol_inverse)
+    return root, inverse_root
+
+
+class LogTarget:
+    """``log p(θ) + Σ log p(x_n|θ)`` over the first ``count`` rows of the data (or of ``order``, an
+    index array into them), with its gradient per particle and its Hessian at one point.
+
+    The rows are read in blocks of ``chunk`` (the last one masked) inside a ``while_loop`` whose trip
+    count is ``⌈count/chunk⌉``, so a partial posterior of ``n`` rows costs ``n`` rows, not ``N``,
+    and memory is ``m × chunk`` whatever ``N``. Each block's gradient is taken inside the loop (the
+    particles' log densities are separable), so nothing is differentiated through the loop.
+    """
+
+    def __init__(self, model: Model, data: Any, chunk: int):
+        self.model = model
+        self.data = jax.tree_util.tree_map(jnp.asarray, data)
+        self.num_data = jax.tree_util.tree_leaves(self.data)[0].shape[0]
+        self.chunk = min(chunk, self.num_data)
+
+    def _rows(self, block: Array, count: Array, order: Array | None) -> tuple[Any, Array]:
+        position = block * self.chunk + jnp.arange(self.chunk)
+        keep = position < count
+        index = jnp.minimum(position, self.num_data - 1)
+        if order is not None:
+            index = order[index]
+        return jax.tree_util.tree_map(lambda a: jnp.take(a, index, axis=0), self.data), keep
+
+    def _sum_blocks(self, block_value: Callable, start, count: Array, order: Array | None):
+        blocks = (count.astype(jnp.int32) + self.chunk - 1) // self.chunk
+
+        def body(b, acc):
+            rows, keep = self._rows(b, count, order)
+            return jax.tree_util.tree_map(jnp.add, acc, block_value(rows, keep))
+
+        return jax.lax.fori_loop(0, blocks, body, start)
+
+    def value_and_grad(self, thetas: Array, count: Array, order: Array | None = None) -> tuple[Array, Array]:
+        """Per particle: the log target ``(m,)`` and its gradient ``(m, d)``."""
+        def summed(th, rows, keep):
+            values = jnp.sum(jnp.where(keep, self.model.batch_log_likelihood(th, rows), 0.0), axis=1)
+            return jnp.sum(values), values
+
+        def block(rows, keep):
+            (_, values), grad = jax.value_and_grad(summed, has_aux=True)(thetas, rows, keep)
+            return values, grad
+
+        def prior(th):
+            values = self.model.log_prior_many(th)
+            return jnp.sum(values), values
+
+        (_, start_values), start_grad = jax.value_and_grad(prior, has_aux=True)(thetas)
+        return self._sum_blocks(block, (start_values, start_grad), jnp.asarray(count), order)
+
+    def hessian(self, theta: Array, count: Array, order: Array | None = None) -> Array:
+        """The Hessian ``(d, d)`` of the log target at one point ``θ``."""
+        def loglik(th, rows, keep):
+            return jnp.sum(jnp.where(keep, self.model.batch_log_likelihood(th[None], rows)[0], 0.0))
+
+        start = jax.hessian(self.model.log_prior)(theta)
+        return self._sum_blocks(lambda rows, keep: jax.hessian(loglik)(theta, rows, keep), start,
+                                jnp.asarray(count), order)
 
 
 def full_log_likelihood(model: Model, data: Any, chunk: int) -> Callable[[Array], Array]:

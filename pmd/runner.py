@@ -112,7 +112,8 @@ def run(
         logger: receives every evaluation with ``step`` = data points visited.
 
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
-    sampling scans all of them); otherwise a step visits ``batch_size`` points.
+    sampling scans all of them); otherwise a step visits ``batch_size`` points. A method whose
+    ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``).
     """
     plan = _plan(method, data, key, batch_size, num_passes)
     (result,) = _drive(method, data, [plan], batched=False, batch_size=batch_size, eval_every=eval_every,
@@ -139,11 +140,14 @@ def run_batched(
     :func:`run`'s and the same numbers up to floating-point reassociation in the batched kernels.
 
     The method must be pure JAX (its ``step`` traceable under ``vmap``); the peers that call other
-    libraries are not. ``step_seconds`` of each result is the batch's stepping time divided by the
+    libraries are not. A method whose ``batchable`` is false is refused. ``step_seconds`` of each result is the batch's stepping time divided by the
     number of repetitions (its share of the one program).
     """
     if not keys:
         raise ConfigError("run_batched needs at least one key")
+    if not getattr(method, "batchable", True):
+        raise ConfigError(f"{type(method).__name__} with these options runs one repetition at a time "
+                          f"(its batchable is false): use run() per key")
     loggers = [None] * len(keys) if loggers is None else list(loggers)
     if len(loggers) != len(keys):
         raise ConfigError(f"run_batched got {len(keys)} keys but {len(loggers)} loggers")
@@ -158,10 +162,12 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     device_data = jax.tree_util.tree_map(jnp.asarray, data)
     num_steps = len(plans[0].indices)
 
+    wants_rows = getattr(method, "wants_rows", False)
+
     def body(state, inputs):
         k, idx = inputs
         batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), device_data)
-        return method.step(k, state, batch)
+        return method.step(k, state, batch, rows=idx) if wants_rows else method.step(k, state, batch)
 
     scan = lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx))  # noqa: E731
     if batched:

@@ -62,21 +62,23 @@ class _Buffer:
 
 def run_seeds(prep: Prepared, seeds: list[int], outs: list[str | Path], uri: str, experiment: str) -> list[dict]:
     """Run ``prep`` for every seed of ``seeds`` (``jax.random.key(seed)``) and leave ``outs[i]`` and
-    the MLflow run ``prep.run_name(seed)`` for each: one seed by :func:`pmd.run`, several as one
-    vectorised program by :func:`pmd.run_batched`, whose ``step_seconds`` per seed is its share of
+    the MLflow run ``prep.run_name(seed)`` for each: one seed (or a method that is not
+    ``batchable``) by :func:`pmd.run`, several as one vectorised program by :func:`pmd.run_batched`, whose ``step_seconds`` per seed is its share of
     the batch's stepping time and whose ``meta["batched"]`` is the number of seeds run together."""
     if not seeds or len(seeds) != len(outs):
         raise ValueError(f"run_seeds needs one output file per seed: got {len(seeds)} seeds and {len(outs)} files")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"run_seeds got a seed twice: {seeds}")
-    if len(seeds) == 1:
-        (seed,), (out,) = seeds, outs
-        run_params = {**prep.params, "seed": seed}
-        with tracked_run(uri, experiment, prep.run_name(seed), run_params, dict(prep.tags)) as logger:
-            t0 = time.perf_counter()
-            result = run(prep.method, prep.data, jax.random.key(seed), evaluate=prep.evaluate, logger=logger,
-                         **prep.settings)
-            return [prep.save(result, seed, run_params, out, t0, 0.0, {})]
+    if len(seeds) == 1 or not getattr(prep.method, "batchable", True):  # PMD with moves: one at a time
+        metas = []
+        for seed, out in zip(seeds, outs):
+            run_params = {**prep.params, "seed": seed}
+            with tracked_run(uri, experiment, prep.run_name(seed), run_params, dict(prep.tags)) as logger:
+                t0 = time.perf_counter()
+                result = run(prep.method, prep.data, jax.random.key(seed), evaluate=prep.evaluate, logger=logger,
+                             **prep.settings)
+                metas.append(prep.save(result, seed, run_params, out, t0, 0.0, {}))
+        return metas
     buffers = [_Buffer() for _ in seeds]
     t0 = time.perf_counter()
     results = run_batched(prep.method, prep.data, [jax.random.key(s) for s in seeds], evaluate=prep.evaluate,
