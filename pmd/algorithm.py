@@ -46,8 +46,12 @@ Two variants share that update (``variant``):
   the first hundred steps: ``benchmarks/trace_logistic_first_pass.py``).
 * Optional, off by default: ``rejuvenate={"kind": "mala", "steps": k}`` with ``data=`` the data
   set moves the particles by ``k`` MALA steps at the end of every pass (or, with ``"at":
-  "doubling"``, of passes 1, 2, 4, ...), where the iterate is the posterior itself
-  (:mod:`pmd.rejuvenation`; each move reads all ``N`` points, reported in ``info["visited"]``).
+  "doubling"``, of passes 1, 2, 4, ...), where the iterate is the posterior itself, and with
+  ``"first_pass": true`` also after steps 2, 4, 8, ... of the first pass, on the partial posterior
+  of the rows seen (``step`` then needs ``rows=``, the batch's row indices, which :func:`pmd.run`
+  passes); ``"precondition": "hessian"`` scales the moves by the target's Laplace covariance
+  instead of the cloud's (:mod:`pmd.rejuvenation`; the rows each move reads are reported in
+  ``info["visited"]``). The remedy for the limit above.
 
 ``"paper"`` — Algorithm 1 as published, kept for the reproduction of the paper's figures:
 
@@ -140,7 +144,8 @@ class PMD:
         max_substeps: robust variant: the most sub-steps (each possibly with a redraw) one step takes.
         rejuvenate: robust variant: None (default) or ``{"kind": "mala", "steps": k}``: MALA moves
             on the full-data posterior at the end of every pass, or of passes 1, 2, 4, ... with
-            ``"at": "doubling"`` (:mod:`pmd.rejuvenation`).
+            ``"at": "doubling"``; ``"first_pass": true`` adds moves on the partial posteriors of the
+            first pass, ``"precondition": "hessian"`` the Laplace preconditioner (:mod:`pmd.rejuvenation`).
         data: the data set, needed by ``rejuvenate`` only (the runner's batches are rows of it).
     """
 
@@ -239,7 +244,7 @@ class PMD:
     @property
     def batchable(self) -> bool:
         """Whether :func:`pmd.run_batched` may vectorise repetitions: not with moves. Measured
-        (docs/findings.md, 2026-11-26): the ``vmap`` of the scan with the moves' loops inside a
+        (docs/findings.md, 2026-11-25): the ``vmap`` of the scan with the moves' loops inside a
         ``cond`` wedges XLA's CPU runtime at ``m = 1000`` (every thread idle, no result), with
         the pass-end moves as with the first-pass ones; one repetition at a time runs."""
         return self.moves is None

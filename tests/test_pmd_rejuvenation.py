@@ -90,6 +90,22 @@ def test_hessian_root_factors_the_inverse_and_falls_back_where_not_positive():
 REPLICATES = 4
 
 
+def score(posterior, mean, cov, errors: list, variance: list) -> None:
+    """Append the posterior's mean error in sd per coordinate and its mean relative variance error."""
+    errors.append((np.asarray(posterior.mean()) - mean) / np.sqrt(cov[0, 0]))
+    variance.append(np.mean(np.diag(np.asarray(posterior.cov())) / cov[0, 0] - 1))
+
+
+def assert_unbiased_over_replicates(errors: list, variance: list) -> None:
+    """Mean unbiased (pooled t < 4 over the replicates, every coordinate) and the variance within 4
+    replicate standard errors plus 0.05 (the moves' own mixing from a cloud that starts too narrow)."""
+    errors = np.asarray(errors)
+    t = errors.mean(0) / np.sqrt(errors.var(0, ddof=1).mean() / REPLICATES)
+    assert np.max(np.abs(t)) < 4
+    se = np.std(variance, ddof=1) / np.sqrt(REPLICATES)
+    assert abs(np.mean(variance)) < 4 * se + 0.05, f"variance off by {np.mean(variance):+.3f}"
+
+
 def test_moves_remove_the_robust_variants_variance_shortfall():
     """d = 10, two passes, m = 1000, 5 moves at each pass end: the variance is the posterior's within
     4 replicate standard errors plus 0.05 (the moves' own mixing from a start 18% too narrow;
@@ -105,14 +121,8 @@ def test_moves_remove_the_robust_variants_variance_shortfall():
         result = run(algo, x, jax.random.key(seed), batch_size=batch, num_passes=2)
         np.testing.assert_array_equal(np.flatnonzero(result.info["moved"]), [n // batch - 1, 2 * n // batch - 1])
         assert int(result.info["visited"].sum()) == 2 * n + 2 * (steps + 1) * n
-        post = result.posterior
-        errors.append((np.asarray(post.mean()) - mean) / np.sqrt(cov[0, 0]))
-        variance.append(np.mean(np.diag(np.asarray(post.cov())) / cov[0, 0] - 1))
-    errors = np.asarray(errors)
-    t = errors.mean(0) / np.sqrt(errors.var(0, ddof=1).mean() / REPLICATES)
-    assert np.max(np.abs(t)) < 4
-    se = np.std(variance, ddof=1) / np.sqrt(REPLICATES)
-    assert abs(np.mean(variance)) < 4 * se + 0.05, f"variance off by {np.mean(variance):+.3f}"
+        score(result.posterior, mean, cov, errors, variance)
+    assert_unbiased_over_replicates(errors, variance)
 
 
 def test_doubling_moves_only_at_the_end_of_passes_1_2_4_8():
@@ -155,13 +165,8 @@ def test_first_pass_moves_follow_the_partial_posterior_of_the_rows_seen():
         seen = np.asarray(result.state.order)[: int(result.state.seen)]
         assert sorted(set(seen.tolist())) == sorted(seen.tolist()) and len(seen) == n // 2
         mean, cov = prob.posterior(x[seen])
-        errors.append((np.asarray(result.posterior.mean()) - mean) / np.sqrt(cov[0, 0]))
-        variance.append(np.mean(np.diag(np.asarray(result.posterior.cov())) / cov[0, 0] - 1))
-    errors = np.asarray(errors)
-    t = errors.mean(0) / np.sqrt(errors.var(0, ddof=1).mean() / REPLICATES)
-    assert np.max(np.abs(t)) < 4
-    se = np.std(variance, ddof=1) / np.sqrt(REPLICATES)
-    assert abs(np.mean(variance)) < 4 * se + 0.05, f"variance off by {np.mean(variance):+.3f}"
+        score(result.posterior, mean, cov, errors, variance)
+    assert_unbiased_over_replicates(errors, variance)
 
 
 def test_first_pass_moves_need_the_batch_rows():
