@@ -125,8 +125,7 @@ class MALAMoves:
             mean = jnp.sum(jax.nn.softmax(log_weights)[:, None] * positions, axis=0)
             root, inverse_root = hessian_root(-target.hessian(mean, count, order), cloud, self.jitter)
         else:
-            root = stable_cholesky(cloud, self.jitter)
-            inverse_root = jax.scipy.linalg.solve_triangular(root, jnp.eye(d, dtype=root.dtype), lower=True)
+            root, inverse_root = cholesky_root(cloud, self.jitter)
         x = positions[stratified_draw(k_resample, log_weights, m)]
 
         def evaluate(th):
@@ -161,17 +160,21 @@ class MALAMoves:
         return x, logp, jnp.mean(rates)
 
 
+def cholesky_root(cov: Array, jitter: float) -> tuple[Array, Array]:
+    """``(L, L⁻¹)``: the (jittered) Cholesky factor of ``cov`` and its inverse."""
+    chol = stable_cholesky(cov, jitter)
+    return chol, jax.scipy.linalg.solve_triangular(chol, jnp.eye(cov.shape[0], dtype=chol.dtype), lower=True)
+
+
 def hessian_root(precision: Array, fallback_cov: Array, jitter: float) -> tuple[Array, Array]:
     """``(R, R⁻¹)`` with ``R Rᵀ = precision⁻¹`` (``R = V Λ^{-1/2}`` from the eigendecomposition),
     or the Cholesky factor of ``fallback_cov`` and its inverse where ``precision`` (minus the target's
     Hessian at the cloud's mean) is not positive definite: between two modes of a multimodal target
     the log density curves upwards, and the cloud's covariance is the better guess there."""
-    d = precision.shape[0]
     lam, vec = jnp.linalg.eigh(0.5 * (precision + precision.T))
     usable = jnp.all(jnp.isfinite(lam)) & (jnp.min(lam) > 0)
     lam = jnp.where(usable, lam, 1.0)
-    chol = stable_cholesky(fallback_cov, jitter)
-    chol_inverse = jax.scipy.linalg.solve_triangular(chol, jnp.eye(d, dtype=chol.dtype), lower=True)
+    chol, chol_inverse = cholesky_root(fallback_cov, jitter)
     root = jnp.where(usable, vec / jnp.sqrt(lam), chol)
     inverse_root = jnp.where(usable, (vec * jnp.sqrt(lam)).T, chol_inverse)
     return root, inverse_root
