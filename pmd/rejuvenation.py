@@ -180,12 +180,23 @@ def hessian_root(precision: Array, fallback_cov: Array, jitter: float) -> tuple[
     return root, inverse_root
 
 
+def per_particle_value_and_grad(fn: Callable[[Array], Array], thetas: Array) -> tuple[Array, Array]:
+    """``fn(θ) (m,)`` and each particle's gradient ``(m, d)`` in one reverse pass (``fn`` is
+    separable over particles, so the gradient of its sum is every particle's own)."""
+    def summed(th):
+        values = fn(th)
+        return jnp.sum(values), values
+
+    (_, values), grad = jax.value_and_grad(summed, has_aux=True)(thetas)
+    return values, grad
+
+
 class LogTarget:
     """``log p(θ) + Σ log p(x_n|θ)`` over the first ``count`` rows of the data (or of ``order``, an
     index array into them), with its gradient per particle and its Hessian at one point.
 
-    The rows are read in blocks of ``chunk`` (the last one masked) inside a ``while_loop`` whose trip
-    count is ``⌈count/chunk⌉``, so a partial posterior of ``n`` rows costs ``n`` rows, not ``N``,
+    The rows are read in blocks of ``chunk`` (the last one masked) inside a ``fori_loop`` whose trip
+    count is ``⌈count/chunk⌉`` (dynamic), so a partial posterior of ``n`` rows costs ``n`` rows, not ``N``,
     and memory is ``m × chunk`` whatever ``N``. Each block's gradient is taken inside the loop (the
     particles' log densities are separable), so nothing is differentiated through the loop.
     """
@@ -215,20 +226,12 @@ class LogTarget:
 
     def value_and_grad(self, thetas: Array, count: Array, order: Array | None = None) -> tuple[Array, Array]:
         """Per particle: the log target ``(m,)`` and its gradient ``(m, d)``."""
-        def summed(th, rows, keep):
-            values = jnp.sum(jnp.where(keep, self.model.batch_log_likelihood(th, rows), 0.0), axis=1)
-            return jnp.sum(values), values
-
         def block(rows, keep):
-            (_, values), grad = jax.value_and_grad(summed, has_aux=True)(thetas, rows, keep)
-            return values, grad
+            return per_particle_value_and_grad(
+                lambda th: jnp.sum(jnp.where(keep, self.model.batch_log_likelihood(th, rows), 0.0), axis=1), thetas)
 
-        def prior(th):
-            values = self.model.log_prior_many(th)
-            return jnp.sum(values), values
-
-        (_, start_values), start_grad = jax.value_and_grad(prior, has_aux=True)(thetas)
-        return self._sum_blocks(block, (start_values, start_grad), jnp.asarray(count), order)
+        start = per_particle_value_and_grad(self.model.log_prior_many, thetas)
+        return self._sum_blocks(block, start, jnp.asarray(count), order)
 
     def hessian(self, theta: Array, count: Array, order: Array | None = None) -> Array:
         """The Hessian ``(d, d)`` of the log target at one point ``θ``."""
@@ -242,7 +245,8 @@ class LogTarget:
 
 def full_log_likelihood(model: Model, data: Any, chunk: int) -> Callable[[Array], Array]:
     """``θ ↦ Σ_n log p(x_n|θ)`` for every particle ``(m,)``, in blocks of ``min(chunk, N)`` rows (the
-    last block padded and masked), so memory is ``m × chunk`` whatever ``N``."""
+    last block padded and masked), so memory is ``m × chunk`` whatever ``N``. Unlike :class:`LogTarget`
+    it is differentiable by ``jax.grad`` (a fixed ``scan``), which NUTS's log density needs."""
     leaves = jax.tree_util.tree_leaves(data)
     n = leaves[0].shape[0]
     chunk = min(chunk, n)
