@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from baselines.gibbs.polya_gamma import PolyaGammaGibbs
+from pmd.interface import take_step
 from pmd.models.logistic import BayesianLogisticRegression, labelled
 from reports import benchmarks as bench_report
 from workflow import methods
@@ -74,7 +75,7 @@ def timed_scan(method, train: dict, steps: int, batch: int, seed: int = 0) -> fl
 
     def body(state, inputs):
         key, idx = inputs
-        return method.step(key, state, jax.tree_util.tree_map(lambda a: a[idx], data))
+        return take_step(method, key, state, jax.tree_util.tree_map(lambda a: a[idx], data), idx)
 
     advance = jax.jit(lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx)))
     keys = jax.random.split(jax.random.key(seed), steps)

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pmd.interface import take_step
 from pmd.models.mixture import WellingTehMixture
 from workflow import methods
 from reports import benchmarks as bench_report
@@ -46,7 +47,7 @@ def timed_scan(method, data, steps: int):
 
     def body(state, inputs):
         k, i = inputs
-        return method.step(k, state, jnp.take(data, i, axis=0))
+        return take_step(method, k, state, jnp.take(data, i, axis=0), i)
 
     advance = jax.jit(lambda s, k, i: jax.lax.scan(body, s, (k, i))[0])
     state = jax.block_until_ready(advance(method.init(jax.random.key(1)), keys[:steps], idx[:steps]))

@@ -38,6 +38,14 @@ class InferenceMethod(Protocol):
     def posterior(self, state: PyTree) -> Posterior: ...
 
 
+def take_step(method: InferenceMethod, key: Array, state: PyTree, batch: PyTree, rows: Array) -> tuple[PyTree, dict]:
+    """``method.step`` on ``batch``, the data set's rows ``rows``, passed on when the method
+    ``wants_rows`` (the module docstring): the one call every driver of the interface makes."""
+    if getattr(method, "wants_rows", False):
+        return method.step(key, state, batch, rows=rows)
+    return method.step(key, state, batch)
+
+
 def require_positive_int(name: str, value: Any) -> int:
     """Return ``value`` if it is an int ≥ 1, else raise :class:`ConfigError` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

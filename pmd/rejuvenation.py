@@ -1,5 +1,5 @@
-"""MALA moves that keep PMD's iterate invariant where that iterate is known (an option of the
-robust variant: ``PMD(..., rejuvenate={"kind": "mala", "steps": k}, data=data)``).
+"""MALA moves that keep PMD's iterate invariant where that iterate is known (the robust variant's
+``rejuvenate``: ``DEFAULT_MOVES`` whenever PMD is given ``data=``, or ``{"kind": "mala", ...}``).
 
 Where: with ``γ_t = B / points visited`` (the robust variant's clock), the iterate after the
 streaming start is Theorem 5's ``q_t ∝ p · exp(N / visited · Σ_{visited} log p(x|θ))``. The runner
@@ -53,6 +53,11 @@ from .weights import stratified_draw
 
 Array = jax.Array
 OPTIMAL_ACCEPTANCE = 0.574  # MALA, Roberts & Rosenthal (1998)
+# The robust variant's moves when PMD is given the data (``rejuvenate="auto"``, pmd/algorithm.py):
+# IBIS on the first pass's partial posteriors, Laplace-preconditioned, and O(log passes) rounds on
+# the full posterior after it. Measured against no moves on the mixture, logistic regression, the
+# posteriordb suite and the conjugate model (README, docs/findings.md 2026-11-25).
+DEFAULT_MOVES = {"kind": "mala", "steps": 5, "at": "doubling", "first_pass": True, "precondition": "hessian"}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-from .interface import ConfigError, InferenceMethod, require_positive_int
+from .interface import ConfigError, InferenceMethod, require_positive_int, take_step
 from .posterior import Posterior
 
 Array = jax.Array
@@ -162,12 +162,9 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     device_data = jax.tree_util.tree_map(jnp.asarray, data)
     num_steps = len(plans[0].indices)
 
-    wants_rows = getattr(method, "wants_rows", False)
-
     def body(state, inputs):
         k, idx = inputs
-        batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), device_data)
-        return method.step(k, state, batch, rows=idx) if wants_rows else method.step(k, state, batch)
+        return take_step(method, k, state, jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), device_data), idx)
 
     scan = lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx))  # noqa: E731
     if batched:

@@ -147,3 +147,34 @@ def test_a_change_of_seed_passes(tmp_path, capsys):
     code, out = _regress(capsys, tmp_path, "--only", "rate")
     assert code == 0, out
     assert "3 values of 3 metrics: 3 ok" in out
+
+
+def test_a_partial_rewrite_keeps_the_other_metrics(tmp_path):
+    """``regress --write-baseline --only mixture/pmd``: the pmd metrics are measured again from the
+    results (mean and spread of the seeds' final values), pmd_paper's are kept as they were, every
+    band is recomputed over the union, and the rewrite is recorded; a prefix with no results, or a
+    previous baseline of another seed count, is refused."""
+    from workflow.results import save_npz
+
+    for seed, tv in enumerate([0.2, 0.3]):
+        save_npz(tmp_path / "results" / "mixture" / "runs" / "pmd" / f"seed{seed}.npz",
+                 {"curve/tv": [0.9, tv], "curve/tv_sharp": [0.9, tv / 2]}, {"seed": seed})
+    out = _tiny_baseline(tmp_path / "baseline.json")
+    previous = json.loads(out.read_text()) | {"created": "then", "commit": "abc", "seeds": 2}
+    out.write_text(json.dumps(previous))
+    baseline = regress.write_baseline(CI, tmp_path / "results", 2, out, only=["mixture/pmd"])
+    metrics = baseline["metrics"]
+    assert set(metrics) == {"mixture/pmd/tv", "mixture/pmd/tv_sharp", "mixture/pmd_paper/tv"}
+    assert metrics["mixture/pmd/tv"]["mean"] == pytest.approx(0.25)
+    assert metrics["mixture/pmd/tv"]["sd"] == pytest.approx(0.0707107, rel=1e-5)
+    kept = previous["metrics"]["mixture/pmd_paper/tv"]
+    assert {k: metrics["mixture/pmd_paper/tv"][k] for k in ("mean", "sd", "values")} == \
+        {k: kept[k] for k in ("mean", "sd", "values")}
+    assert metrics["mixture/pmd_paper/tv"]["k"] == pytest.approx(regress.band(0.5, 0.011, 4, 3)["k"])  # 3 metrics now
+    assert (baseline["created"], baseline["commit"]) == ("then", "abc")
+    assert baseline["updates"][-1]["only"] == ["mixture/pmd"]
+    assert json.loads(out.read_text()) == baseline
+    with pytest.raises(FileNotFoundError, match="missing"):
+        regress.write_baseline(CI, tmp_path / "results", 2, out, only=["logistic/pmd"])
+    with pytest.raises(ValueError, match="made from 2 seeds, regress.seeds is 5"):
+        regress.write_baseline(CI, tmp_path / "results", 5, out, only=["mixture/pmd"])

@@ -136,7 +136,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="regress only metrics under these prefixes, e.g. mixture/pmd rate (path segments)")
     p.add_argument("--all", action="store_true", help="print every value, not only those that moved")
     p.add_argument("--write-baseline", action="store_true",
-                   help="write the baseline from the results' regress.seeds seeds instead of comparing")
+                   help="write the baseline from the results' regress.seeds seeds instead of comparing; "
+                        "with --only, rewrite only the metrics under those prefixes and keep the rest")
     return parser
 
 
@@ -147,8 +148,9 @@ def _regress(cfg: dict, args: argparse.Namespace) -> int:
     results = args.results or cfg["results_dir"]
     path = args.baseline or cfg["regress"]["baseline"]
     if args.write_baseline:
-        baseline = regress_mod.write_baseline(cfg, results, cfg["regress"]["seeds"], path)
-        print(f"wrote {path}: {len(baseline['metrics'])} metrics over {baseline['seeds']} seeds")
+        baseline = regress_mod.write_baseline(cfg, results, cfg["regress"]["seeds"], path, args.only)
+        print(f"wrote {path}: {len(baseline['metrics'])} metrics over {baseline['seeds']} seeds"
+              + (f" ({' '.join(args.only)} rewritten, the rest kept)" if args.only else ""))
         return 0
     baseline = regress_mod.load_baseline(path)
     regress_mod.check_sections(baseline, cfg, path)

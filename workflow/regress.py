@@ -159,17 +159,37 @@ def band(mean: float, sd_pred: float, dof: int, num_metrics: int) -> dict[str, f
     return {"k": k, "halfwidth": half, "lower": mean - half, "upper": mean + half}
 
 
-def make_baseline(cfg: dict, results: str | Path, seeds: int) -> dict:
-    """The baseline of the results of ``seeds`` seeds (module docstring); every expected file must exist."""
-    missing = [f for f in baseline_inputs(cfg, results, seeds) if not Path(f).exists()]
+def make_baseline(cfg: dict, results: str | Path, seeds: int, only: list[str] | None = None,
+                  previous: dict | None = None) -> dict:
+    """The baseline of the results of ``seeds`` seeds (module docstring); every expected file must exist.
+
+    With ``only`` (prefixes, as ``regress --only``) and ``previous`` (the baseline in force), only
+    the metrics under ``only`` are measured from ``results``; the others keep ``previous``'s values,
+    every band is recomputed over the union (the same rule, the union's metric count), and the
+    rewrite is recorded under ``updates`` (when, at which commit, which prefixes). This is for a
+    change that moves one method's results: its seeds are rerun, the rest are not.
+    """
+    if (only is None) != (previous is None):
+        raise ValueError("a partial baseline needs both only= and the previous baseline")
+    wanted_files = [f for f in baseline_inputs(cfg, results, seeds)
+                    if only is None or (f.endswith(RATE_FILE) and selected("rate", only))
+                    or any(selected(key, only) and f.startswith(str(folder) + "/")
+                           for key, folder in run_folders(cfg, results).items())]
+    missing = [f for f in wanted_files if not Path(f).exists()]
     if missing:
         raise FileNotFoundError(f"the baseline needs {len(missing)} result files that are missing, e.g. {missing[0]}")
     if seeds < 2:
         raise ValueError(f"regress.seeds={seeds}: a spread over seeds needs at least 2")
-    observed = observe(cfg, results)
-    rate = _rate(Path(results) / RATE_FILE)
+    observed = {k: v for k, v in observe(cfg, results).items() if only is None or selected(k, only)}
+    if only is not None and not observed:
+        raise ValueError(f"--only {' '.join(only)} selects no metric of the results in {results}")
+    rate_path = Path(results) / RATE_FILE
+    rate = _rate(rate_path) if rate_path.exists() and (only is None or selected("rate", only)) else {}
     wanted = {f"seed{s}" for s in range(seeds)}
     metrics: dict[str, dict] = {}
+    if previous is not None:
+        metrics = {k: {f: v for f, v in e.items() if f not in ("k", "halfwidth", "lower", "upper")}
+                   for k, e in previous["metrics"].items() if not selected(k, only)}
     for key, runs in sorted(observed.items()):
         if key in rate:
             entry = rate[key]
@@ -186,21 +206,31 @@ def make_baseline(cfg: dict, results: str | Path, seeds: int) -> dict:
         elif len(finite) == 1:
             raise ValueError(f"{key}: only one of {len(values)} baseline seeds is finite: no spread to measure")
         metrics[key] = entry
+    metrics = dict(sorted(metrics.items()))
     for entry in metrics.values():
         if "mean" in entry:
             entry.update(band(entry["mean"], entry["sd_pred"], entry["dof"], len(metrics)))
     from .tracking import git_commit  # not at import: the Snakefile imports this module, mlflow is slow
 
-    return {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "commit": git_commit(), "seeds": seeds, "rule": {"alpha": ALPHA, "floor_rel": FLOOR_REL,
-                                                           "floor_abs": FLOOR_ABS, "num_metrics": len(metrics)},
-            "sections": {name: cfg[name] for name in METRICS if name in cfg} | {"rate": cfg["rate"]},
-            "metrics": metrics}
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    header = {"created": now, "commit": git_commit(), "seeds": seeds} if previous is None else {
+        k: previous[k] for k in ("created", "commit", "seeds")} | {
+        "updates": previous.get("updates", []) + [{"created": now, "commit": git_commit(), "only": list(only)}]}
+    return header | {"rule": {"alpha": ALPHA, "floor_rel": FLOOR_REL, "floor_abs": FLOOR_ABS,
+                              "num_metrics": len(metrics)},
+                     "sections": {name: cfg[name] for name in METRICS if name in cfg} | {"rate": cfg["rate"]},
+                     "metrics": metrics}
 
 
-def write_baseline(cfg: dict, results: str | Path, seeds: int, out: str | Path) -> dict:
-    """:func:`make_baseline`, written atomically to ``out`` (JSON)."""
-    baseline = make_baseline(cfg, results, seeds)
+def write_baseline(cfg: dict, results: str | Path, seeds: int, out: str | Path,
+                   only: list[str] | None = None) -> dict:
+    """:func:`make_baseline`, written atomically to ``out`` (JSON); with ``only``, the baseline at
+    ``out`` is rewritten for the metrics under those prefixes alone."""
+    previous = load_baseline(out) if only else None
+    if previous is not None and previous.get("seeds") != seeds:
+        raise ValueError(f"{out} was made from {previous.get('seeds')} seeds, regress.seeds is {seeds}: "
+                         "rewrite it whole")
+    baseline = make_baseline(cfg, results, seeds, only, previous)
     save_json(out, baseline)
     return baseline
 

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pmd import Model
+from pmd.interface import take_step
 from pmd.models import lda
 from pmd.models.conjugate import ConjugateGaussian
 from pmd.models.logistic import BayesianLogisticRegression, labelled
@@ -92,7 +93,7 @@ def probe(name: str, spec: dict, model: Any, data: Any) -> str | None:
         key = jax.random.key(0)
         state = algo.init(key)
         for k in jax.random.split(key, PROBE_STEPS + int(spec.get("burn_in", 0))):
-            state, _ = algo.step(k, state, batch)
+            state, _ = take_step(algo, k, state, batch, jnp.arange(10))
         algo.posterior(state)
     except Exception as err:  # noqa: BLE001  (any failure is the measurement: the method does not run here)
         return f"{type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}"
