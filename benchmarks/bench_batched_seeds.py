@@ -30,7 +30,8 @@ from workflow import methods
 
 N, BATCH, PASSES, M = 1000, 10, 2.0, 300
 SPECS = {
-    "pmd": {"num_particles": M},
+    # the streaming update: the default's moves are not batchable (pmd.PMD.batchable, run_batched refuses them)
+    "pmd_stream": {"method": "pmd", "num_particles": M, "rejuvenate": None},
     "pmd_paper": {"method": "pmd", "num_particles": M, "variant": "paper", "strategy": "hybrid"},
     "sgld": {"num_particles": M, "burn_in": 100},
     "smc": {"num_particles": M},

@@ -28,7 +28,8 @@ def tiny_config(tmp_path: Path) -> Path:
     cfg["results_dir"] = str(tmp_path / "results")
     cfg["mixture"].update(seeds=1, num_passes=0.2, eval_every=100, score_samples=100,
                           grid={"lower": [-3.0, -4.0], "upper": [3.0, 4.0], "size": [21, 27]})
-    cfg["mixture"]["methods"] = {"pmd": {"strategy": "kde", "num_particles": 64}}
+    # no moves: every point visited is a batch's, so the evaluations fall at 0, 100, 200 points
+    cfg["mixture"]["methods"] = {"pmd": {"strategy": "kde", "num_particles": 64, "rejuvenate": None}}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
