@@ -96,10 +96,12 @@ def run_folders(cfg: dict, results: str | Path) -> dict[str, Path]:
     return out
 
 
-def baseline_inputs(cfg: dict, results: str | Path, seeds: int) -> list[str]:
-    """The result files a baseline of ``seeds`` seeds reads (the inputs of the rule ``regress_baseline``)."""
-    files = [str(folder / f"seed{s}.npz") for folder in run_folders(cfg, results).values() for s in range(seeds)]
-    return files + [str(Path(results) / RATE_FILE)]
+def baseline_inputs(cfg: dict, results: str | Path, seeds: int, only: list[str] | None = None) -> list[str]:
+    """The result files a baseline of ``seeds`` seeds reads (the inputs of the rule ``regress_baseline``);
+    with ``only``, those of the metrics under these prefixes."""
+    files = [str(folder / f"seed{s}.npz") for key, folder in run_folders(cfg, results).items()
+             if selected(key, only) for s in range(seeds)]
+    return files + ([str(Path(results) / RATE_FILE)] if selected("rate", only) else [])
 
 
 def _seed_files(folder: Path) -> list[tuple[str, Path]]:
@@ -171,20 +173,16 @@ def make_baseline(cfg: dict, results: str | Path, seeds: int, only: list[str] | 
     """
     if (only is None) != (previous is None):
         raise ValueError("a partial baseline needs both only= and the previous baseline")
-    wanted_files = [f for f in baseline_inputs(cfg, results, seeds)
-                    if only is None or (f.endswith(RATE_FILE) and selected("rate", only))
-                    or any(selected(key, only) and f.startswith(str(folder) + "/")
-                           for key, folder in run_folders(cfg, results).items())]
-    missing = [f for f in wanted_files if not Path(f).exists()]
+    missing = [f for f in baseline_inputs(cfg, results, seeds, only) if not Path(f).exists()]
     if missing:
         raise FileNotFoundError(f"the baseline needs {len(missing)} result files that are missing, e.g. {missing[0]}")
     if seeds < 2:
         raise ValueError(f"regress.seeds={seeds}: a spread over seeds needs at least 2")
-    observed = {k: v for k, v in observe(cfg, results).items() if only is None or selected(k, only)}
+    observed = {k: v for k, v in observe(cfg, results).items() if selected(k, only)}
     if only is not None and not observed:
         raise ValueError(f"--only {' '.join(only)} selects no metric of the results in {results}")
     rate_path = Path(results) / RATE_FILE
-    rate = _rate(rate_path) if rate_path.exists() and (only is None or selected("rate", only)) else {}
+    rate = _rate(rate_path) if rate_path.exists() and selected("rate", only) else {}
     wanted = {f"seed{s}" for s in range(seeds)}
     metrics: dict[str, dict] = {}
     if previous is not None:
