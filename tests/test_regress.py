@@ -153,7 +153,8 @@ def test_a_partial_rewrite_keeps_the_other_metrics(tmp_path):
     """``regress --write-baseline --only mixture/pmd``: the pmd metrics are measured again from the
     results (mean and spread of the seeds' final values), pmd_paper's are kept as they were, every
     band is recomputed over the union, and the rewrite is recorded; a prefix with no results, or a
-    previous baseline of another seed count, is refused."""
+    previous baseline of another seed count, is refused, and so is a rewrite that would drop a
+    selected metric the results no longer hold."""
     from workflow.results import save_npz
 
     for seed, tv in enumerate([0.2, 0.3]):
@@ -176,5 +177,10 @@ def test_a_partial_rewrite_keeps_the_other_metrics(tmp_path):
     assert json.loads(out.read_text()) == baseline
     with pytest.raises(FileNotFoundError, match="missing"):
         regress.write_baseline(CI, tmp_path / "results", 2, out, only=["logistic/pmd"])
+    stale = baseline | {"metrics": metrics | {"mixture/pmd/ce": metrics["mixture/pmd/tv"]}}
+    out.write_text(json.dumps(stale))  # a selected metric that the results no longer hold
+    with pytest.raises(ValueError, match="hold no value of mixture/pmd/ce"):
+        regress.write_baseline(CI, tmp_path / "results", 2, out, only=["mixture/pmd"])
+    assert json.loads(out.read_text()) == stale  # refused: the file is left as it was
     with pytest.raises(ValueError, match="made from 2 seeds, regress.seeds is 5"):
         regress.write_baseline(CI, tmp_path / "results", 5, out, only=["mixture/pmd"])

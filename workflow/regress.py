@@ -179,8 +179,12 @@ def make_baseline(cfg: dict, results: str | Path, seeds: int, only: list[str] | 
     if seeds < 2:
         raise ValueError(f"regress.seeds={seeds}: a spread over seeds needs at least 2")
     observed = {k: v for k, v in observe(cfg, results).items() if selected(k, only)}
-    if only is not None and not observed:
-        raise ValueError(f"--only {' '.join(only)} selects no metric of the results in {results}")
+    if only is not None:
+        dropped = sorted(k for k in previous["metrics"] if selected(k, only) and k not in observed)
+        if not observed or dropped:
+            raise ValueError(f"--only {' '.join(only)}: the results in {results} hold no value of "
+                             + (", ".join(dropped[:3]) if dropped else "any selected metric")
+                             + ": rerun those seeds, or rewrite the baseline whole")
     rate_path = Path(results) / RATE_FILE
     rate = _rate(rate_path) if rate_path.exists() and selected("rate", only) else {}
     wanted = {f"seed{s}" for s in range(seeds)}
