@@ -58,3 +58,10 @@ def require_fraction(name: str, value: Any, *, low: float = 0.0, high: float = 1
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise ConfigError(f"{name} must be a number in [{low}, {high}], got {value!r}")
     return float(value)
+
+
+def require_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise :class:`ConfigError` naming ``name``."""
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value

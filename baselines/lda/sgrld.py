@@ -51,8 +51,8 @@ class SGRLD:
         sweeps, burn_in: Gibbs sweeps per visited document and how many precede the average.
     """
 
-    def __init__(self, model, data_size: int, num_particles: int = 1, step_size: Any = None, sweeps: int = 4,
-                 burn_in: int = 2):
+    def __init__(self, model, data_size: int, num_particles: int = 1, step_size: Any = None, sweeps: int = 10,
+                 burn_in: int = 5):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)
         self.rate = learning_rate({"eta": 0.01, "n0": 1.0, "kappa": 0.55} if step_size is None else step_size)
         self.sweeps, self.burn_in = require_sweeps(sweeps, burn_in)
