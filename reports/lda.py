@@ -153,22 +153,34 @@ def render_figure5(corpus_dir: str | Path, run_files: list[str | Path], out: str
     plt.close(fig)
 
 
-def render_grid(run_files: list[str | Path], out: str | Path) -> str:
+def render_grid(run_files: list[str | Path], out: str | Path, shown: int = 3) -> str:
     """H.4's grid search: every method's final log-perplexity at each step size ``η/(n₀ + t^κ)``
-    (mean over the grid's seeds), its best point first."""
+    (mean over the grid's seeds). ``out`` gets each method's best ``shown`` points and the spread
+    over its whole grid; the full ranking goes beside it (``<out stem>_all.md``)."""
     groups: dict[tuple[str, str], list[float]] = {}
     for path in map(Path, run_files):
         _, meta = load_npz(path)
         step = meta["params"]["method.step_size"]
         point = f"η={step['eta']:g}, n₀={step['n0']:g}, κ={step['kappa']:g}"
         groups.setdefault((meta["method"], point), []).append(meta["final"]["log_perplexity"])
-    lines = ["| method | step size | seeds | log-perplexity |", "|---|---|---|---|"]
+    header = ["| method | rank | step size | seeds | log-perplexity |", "|---|---|---|---|---|"]
+    short, full, spread = list(header), list(header), []
     for method in sorted({m for m, _ in groups}):
         points = sorted(((np.mean(v), p, len(v)) for (m, p), v in groups.items() if m == method))
-        for rank, (value, point, n) in enumerate(points):
-            lines.append(f"| {method} | {point}{' (best)' if rank == 0 else ''} | {n} | {value:.4f} |")
-    text = "\n".join(["H.4's grid search (final held-out log-perplexity; the best point is the one to put in a config).",
-                      "", *lines, ""])
+        for rank, (value, point, n) in enumerate(points, start=1):
+            row = f"| {method} | {rank} of {len(points)} | {point}{' (best)' if rank == 1 else ''} | {n} | {value:.4f} |"
+            full.append(row)
+            if rank <= shown:
+                short.append(row)
+        spread.append(f"{method} {points[0][0]:.4f} to {points[-1][0]:.4f}")
+    out = Path(out)
+    everything = out.with_name(f"{out.stem}_all.md")
+    title = "H.4's grid search (final held-out log-perplexity; the best point is the one to put in a config)."
+    text = "\n".join([title, "", *short, "",
+                      f"Best {shown} points of each method; over the whole grid: {'; '.join(spread)}. "
+                      f"Every point: `{everything.name}`.", ""])
+    with atomic_path(everything) as tmp:
+        tmp.write_text("\n".join([title, "", *full, ""]))
     with atomic_path(out) as tmp:
         tmp.write_text(text)
     return text

@@ -132,11 +132,12 @@ else:
                 runs=expand(f"{LDA_DIR}/grid/{{method}}/{{point}}-seed{{seed}}.npz", method=LDA_GRID["methods"],
                             point=LDA_POINTS, seed=range(LDA_GRID["seeds"])),
             output:
-                TABLE_LDA_GRID,
+                table=TABLE_LDA_GRID,
+                every_point=TABLE_LDA_GRID.replace(".md", "_all.md"),
             log:
                 f"{RESULTS}/logs/lda/grid.log",
             threads: 1
             resources:
                 **job_resources("lda_grid_table", config),
             shell:
-                PMD_BENCH + " report lda-grid --data {input.data} --runs {input.runs} --out {output} > {log} 2>&1"
+                PMD_BENCH + " report lda-grid --data {input.data} --runs {input.runs} --out {output.table} > {log} 2>&1"
