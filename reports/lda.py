@@ -32,6 +32,7 @@ PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6 and Figure 2(3), Wikipedia, 150,0
                "(one particle) does well early but reads each document once.")
 PAPER_DOCUMENTS, PAPER_PASSES = 150_000, 5
 SVI_LABEL, PEER_LABELS = "svi_hoffman", ("sklearn", "gensim")
+PMD_LABEL, CLAIMED_BEHIND = "pmd", ("svi", "sgrld")  # the paper: PMD "significantly better than SGRLD and SVI"
 
 
 def _pm(values, fmt: str) -> str:
@@ -83,6 +84,38 @@ def perplexity_gap(ours, theirs) -> tuple[float, float]:
     return 100 * (ratio - 1), 100 * ratio * float(np.sqrt(rel_var))
 
 
+def mean_difference(a, b) -> tuple[float, float]:
+    """``mean(a) - mean(b)`` over independent seeds and its standard error ``sqrt(s_a²/n_a + s_b²/n_b)``
+    (a side with one seed contributes no spread)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    var = sum(x.var(ddof=1) / len(x) for x in (a, b) if len(x) > 1)
+    return float(a.mean() - b.mean()), float(np.sqrt(var))
+
+
+def ordering_notes(runs_by: dict) -> list[str]:
+    """The paper's ordering beside ours: every method by mean final log-perplexity; the same at the
+    first evaluation the methods share (the paper: SMC "performs well at the beginning"); and
+    one-particle PMD against the methods the paper says it beats, with standard errors."""
+    final = {label: _final(runs, "log_perplexity") for label, runs in runs_by.items()}
+    ranked = sorted((v.mean(), label) for label, v in final.items() if len(v))
+    notes = ["Ordering here, by mean final log-perplexity (lower is better): "
+             + " < ".join(f"{label} ({value:.4f})" for value, label in ranked) + "."]
+    first = {label: curve_stats(runs, "log_perplexity") for label, runs in runs_by.items()}
+    starts = {label: int(visited[visited > 0][0]) for label, (visited, _, _) in first.items() if np.any(visited > 0)}
+    if starts:
+        shared = max(set(starts.values()), key=list(starts.values()).count)
+        early = sorted((mean[visited > 0][0], label) for label, (visited, mean, _) in first.items()
+                       if starts.get(label) == shared)
+        notes.append(f"At the first evaluation ({shared:,} documents visited): "
+                     + " < ".join(f"{label} ({value:.4f})" for value, label in early) + ".")
+    if PMD_LABEL in final:
+        for other in (o for o in CLAIMED_BEHIND if o in final):
+            diff, se = mean_difference(final[PMD_LABEL], final[other])
+            notes.append(f"{PMD_LABEL} − {other}: {diff:+.4f} ± {se:.4f} nats of final log-perplexity "
+                         f"(standard error over {len(final[PMD_LABEL])} and {len(final[other])} seeds).")
+    return notes
+
+
 def render(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path, figure: str | Path) -> str:
     """The table (module docstring) to ``out`` and the Figure 2(3) panel to ``figure``."""
     render_panel(run_files, figure)
@@ -117,6 +150,7 @@ def render(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path,
                          f"seeds; issue 13 asks for |gap| ≤ 1%), speed ratio "
                          f"{speed:.2f}x (tokens per second of the steps, this workflow run; ours include JAX's compilation, "
                          "which dominates short runs: benchmarks/bench_lda_cost.py times the steady state).")
+    notes.extend(ordering_notes(runs_by))
     text = "\n".join(["\n".join(lines), "", *[f"{n}\n" for n in notes], PAPER_CLAIM, ""])
     with atomic_path(out) as tmp:
         tmp.write_text(text)

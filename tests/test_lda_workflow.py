@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
@@ -83,6 +84,7 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
     text = table.read_text()
     assert all(f"| {m} | 1 |" in text for m in ("pmd", "sklearn", "svi_hoffman"))
     assert "against sklearn at equal K" in text and "Paper (Dai et al. 2016" in text
+    assert "Ordering here, by mean final log-perplexity" in text and "At the first evaluation (40 documents" in text
     assert panel.stat().st_size > 10_000
     assert cli.main(["--config", str(config), "report", "figure5", "--data", str(corpus), "--runs", runs[0],
                      "--out", str(fig5)]) == 0
@@ -101,6 +103,39 @@ def test_peer_check_overlay_runs_the_peers_at_its_seeds():
     runs = {(w["method"], int(w["seed"])) for rule, w in jobs if rule == "lda_run"}
     assert {(m, s) for m in check["methods"] for s in range(check["seeds"])} <= runs
     assert [rule for rule, _ in jobs].count("lda_peer_check") == 1
+
+
+def test_mean_difference_and_ordering_by_hand():
+    # 7.0 - 7.2 = -0.2; se = sqrt(var([6.9, 7.1]) / 2 + 0) = sqrt(0.02 / 2) = 0.1
+    diff, se = lda_report.mean_difference([6.9, 7.1], [7.2])
+    assert diff == pytest.approx(-0.2) and se == pytest.approx(0.1)
+
+    def runs(*finals, start=7.5):
+        return [({"visited": np.array([0, 100, 200]), "curve/log_perplexity": np.array([8.0, start, f])},
+                 {"final": {"log_perplexity": f}}) for f in finals]
+
+    notes = lda_report.ordering_notes({"svi": runs(7.3, 7.5, start=7.4), "pmd": runs(7.1, 7.3), "sgrld": runs(7.6)})
+    assert notes[0] == ("Ordering here, by mean final log-perplexity (lower is better): "
+                        "pmd (7.2000) < svi (7.4000) < sgrld (7.6000).")
+    assert notes[1] == "At the first evaluation (100 documents visited): svi (7.4000) < pmd (7.5000) < sgrld (7.5000)."
+    assert notes[2].startswith("pmd − svi: -0.2000 ± 0.1414 nats") and notes[3].startswith("pmd − sgrld: -0.4000 ± 0.1000")
+
+
+def test_grid_table_shows_the_best_points_and_writes_every_point_beside(tmp_path):
+    from workflow.results import save_npz
+
+    files = []
+    for i, (method, eta, value) in enumerate([("pmd", 0.1, 7.3), ("pmd", 0.5, 7.1), ("pmd", 1.0, 7.2), ("svi", 1.0, 7.4)]):
+        path = tmp_path / f"{method}-{i}.npz"
+        save_npz(path, {"visited": np.array([0])}, {"method": method, "final": {"log_perplexity": value},
+                                                    "params": {"method.step_size": {"eta": eta, "n0": 10, "kappa": 0.7}}})
+        files.append(path)
+    text = lda_report.render_grid(files, tmp_path / "table_lda_grid.md", shown=2)
+    assert "| pmd | 1 of 3 | η=0.5, n₀=10, κ=0.7 (best) | 1 | 7.1000 |" in text
+    assert "| pmd | 2 of 3 | η=1, n₀=10, κ=0.7 | 1 | 7.2000 |" in text and "η=0.1" not in text
+    assert "pmd 7.1000 to 7.3000; svi 7.4000 to 7.4000" in text
+    every = (tmp_path / "table_lda_grid_all.md").read_text()
+    assert "| pmd | 3 of 3 | η=0.1, n₀=10, κ=0.7 | 1 | 7.3000 |" in every
 
 
 def test_perplexity_gap_by_hand():
