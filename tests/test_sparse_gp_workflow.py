@@ -108,3 +108,23 @@ def test_reports_and_tracking(workspace):
     history = client.get_metric_history(run.info.run_id, "rmse_exact")
     assert [m.step for m in history] == [0, 32, 64, 96, 128]  # against data points visited
     assert client.list_artifacts(run.info.run_id, "result")
+
+
+def test_standin_overlay_runs_the_paper_settings_on_the_standin():
+    """sparse_gp_standin.yaml over the paper config: H.3.2's settings (M = 1,024, batch 512, 2
+    passes, 16 particles, 10 seeds) with the msd problem's data the stand-in of the paper's shape,
+    in its own results folder (the paper's resolved config is left alone)."""
+    from workflow import plan
+
+    config_dir = DEFAULT_CONFIG.parent
+    paper = yaml.safe_load((config_dir / "paper.yaml").read_text())
+    merged = plan.merged_config([config_dir / "paper.yaml", config_dir / "sparse_gp_standin.yaml"])
+    validate(merged)
+    section = merged["sparse_gp"]
+    assert merged["results_dir"] not in (paper["results_dir"], "results")
+    assert section["problems"]["msd"]["dataset"] == "msd-standin"
+    assert {k: v for k, v in section["problems"]["msd"].items() if k != "dataset"} == \
+        {k: v for k, v in paper["sparse_gp"]["problems"]["msd"].items() if k != "dataset"}
+    assert section["problems"]["msd"]["num_inducing"] == 1024 and section["seeds"] == 10
+    assert (section["standin"]["train"], section["standin"]["test"], section["standin"]["dim"]) == (463715, 5163, 90)
+    assert section["methods"] == paper["sparse_gp"]["methods"]
