@@ -9,8 +9,8 @@ whitened natural parameters that posterior is one prox step with ``γ = 1`` on t
 (:func:`subset_solution`); ``tests/test_sparse_gp_baselines.py`` checks it against Titsias'
 posterior with ``Z = X_s`` (float64) and the exact GP on the subset (equal up to the jitter).
 
-Run by :func:`pmd.run`, the first step computes the solution and reports ``visited = s``; later
-steps change nothing and visit nothing.
+Run by :func:`pmd.run`, ``init`` draws the subset, the first step computes the solution and
+reports ``visited = s``; later steps change nothing and visit nothing.
 """
 
 from __future__ import annotations
@@ -75,21 +75,24 @@ class SubsetOfData:
         if self.subset_size > self.data_size:
             raise ConfigError(f"subset_size={self.subset_size} exceeds the data's {self.data_size} rows")
         self.data = require_data(self.model, data, self.data_size)
-        self._solve = jax.jit(lambda key: subset_solution(self.model, random_rows(key, self.data, self.subset_size)))
 
-    def init(self, key: Array) -> tuple[SparseGPState, Array]:
-        """The prior on a placeholder ``Z`` (the first rows) and the key the subset will be drawn with."""
-        return prior_state(self.model, self.data["x"][None, : self.subset_size]), key
+    def init(self, key: Array) -> tuple[SparseGPState, dict]:
+        """The prior on the subset's inputs and the ``s`` rows drawn with ``key`` (solved by the first step).
 
-    def step(self, key: Array, state: tuple[SparseGPState, Array], batch: Any) -> tuple[tuple, dict]:
+        The rows are drawn here, outside any jitted step, and carried in the state, so the training
+        set never becomes a compile-time constant of the runner's scan."""
+        subset = random_rows(key, self.data, self.subset_size)
+        return prior_state(self.model, subset["x"][None]), subset
+
+    def step(self, key: Array, state: tuple[SparseGPState, dict], batch: Any) -> tuple[tuple, dict]:
         """The first step solves on the subset (``visited = s``); later ones change nothing."""
-        gp, subset_key = state
+        gp, subset = state
         first = gp.step == 0
-        solved = jax.lax.cond(first, lambda: self._solve(subset_key), lambda: gp)
+        solved = jax.lax.cond(first, lambda rows: subset_solution(self.model, rows), lambda rows: gp, subset)
         solved = SparseGPState(solved.inducing, solved.chol_k, solved.prec, solved.shift, solved.log_partition,
                                solved.log_weights, gp.step + 1)
-        return (solved, subset_key), {"visited": jnp.where(first, self.subset_size, 0)}
+        return (solved, subset), {"visited": jnp.where(first, self.subset_size, 0)}
 
-    def posterior(self, state: tuple[SparseGPState, Array]) -> SparseGPPosterior:
+    def posterior(self, state: tuple[SparseGPState, dict]) -> SparseGPPosterior:
         gp, _ = state
         return posterior_from_natural(self.model, gp.inducing, gp.chol_k, gp.log_weights, gp.prec, gp.shift)

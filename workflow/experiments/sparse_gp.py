@@ -163,10 +163,11 @@ def run_one(section: dict, label: str, seed: int, data_path: str | Path, out: st
                   "num_inducing": model.num_inducing, **settings, **{f"method.{k}": v for k, v in spec.items()}}
     test_x = jnp.asarray(truth["x"])
     snapshots: dict[str, list] = {"mean": [], "var": []}
-    predict = jax.jit(lambda posterior: (*posterior.predict(test_x), posterior.effective_sample_size()))
+    # test_x is an argument, not a closure: a captured array is a compile-time constant to XLA
+    predict = jax.jit(lambda posterior, x: (*posterior.predict(x), posterior.effective_sample_size()))
 
     def evaluate(posterior, key):
-        mean, var, ess = (np.asarray(a) for a in predict(posterior))
+        mean, var, ess = (np.asarray(a) for a in predict(posterior, test_x))
         if cfg["exact_gp"]:
             snapshots["mean"].append(mean)
             snapshots["var"].append(var)
