@@ -25,7 +25,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
+from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
+                          runs_by_method)
 
 PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6 and Figure 2(3), Wikipedia, 150,000 documents, K = 100, 5 passes): "
                "PMD (one particle) reaches the best perplexity, \"significantly better than SGRLD and SVI\"; SMC "
@@ -84,22 +85,12 @@ def perplexity_gap(ours, theirs) -> tuple[float, float]:
     return 100 * (ratio - 1), 100 * ratio * float(np.sqrt(rel_var))
 
 
-def mean_difference(a, b) -> tuple[float, float]:
-    """``mean(a) - mean(b)`` over independent seeds and its standard error ``sqrt(s_a²/n_a + s_b²/n_b)``
-    (a side with one seed contributes no spread)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    var = sum(x.var(ddof=1) / len(x) for x in (a, b) if len(x) > 1)
-    return float(a.mean() - b.mean()), float(np.sqrt(var))
-
-
 def ordering_notes(runs_by: dict) -> list[str]:
     """The paper's ordering beside ours: every method by mean final log-perplexity; the same at the
     first evaluation the methods share (the paper: SMC "performs well at the beginning"); and
     one-particle PMD against the methods the paper says it beats, with standard errors."""
     final = {label: _final(runs, "log_perplexity") for label, runs in runs_by.items()}
-    ranked = sorted((v.mean(), label) for label, v in final.items() if len(v))
-    notes = ["Ordering here, by mean final log-perplexity (lower is better): "
-             + " < ".join(f"{label} ({value:.4f})" for value, label in ranked) + "."]
+    notes = [ranking(final, "final log-perplexity")]
     first = {label: curve_stats(runs, "log_perplexity") for label, runs in runs_by.items()}
     starts = {label: int(visited[visited > 0][0]) for label, (visited, _, _) in first.items() if np.any(visited > 0)}
     if starts:
@@ -108,12 +99,7 @@ def ordering_notes(runs_by: dict) -> list[str]:
                        if starts.get(label) == shared)
         notes.append(f"At the first evaluation ({shared:,} documents visited): "
                      + " < ".join(f"{label} ({value:.4f})" for value, label in early) + ".")
-    if PMD_LABEL in final:
-        for other in (o for o in CLAIMED_BEHIND if o in final):
-            diff, se = mean_difference(final[PMD_LABEL], final[other])
-            notes.append(f"{PMD_LABEL} − {other}: {diff:+.4f} ± {se:.4f} nats of final log-perplexity "
-                         f"(standard error over {len(final[PMD_LABEL])} and {len(final[other])} seeds).")
-    return notes
+    return notes + difference_notes(final, PMD_LABEL, CLAIMED_BEHIND, "nats of final log-perplexity")
 
 
 def render(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path, figure: str | Path) -> str:

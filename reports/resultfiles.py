@@ -1,4 +1,5 @@
-"""Result files (``.npz`` with a JSON ``meta`` entry): reading them; ``atomic_path`` (from
+"""Result files (``.npz`` with a JSON ``meta`` entry): reading them, summarising a metric over
+seeds (curves, rankings, differences with standard errors); ``atomic_path`` (from
 :mod:`datasets.atomic`, re-exported) writes any file atomically."""
 
 from __future__ import annotations
@@ -37,3 +38,29 @@ def curve_stats(runs: list[tuple[dict, dict]], metric: str) -> tuple[np.ndarray,
     n = min(len(a["visited"]) for a, _ in runs)
     values = np.stack([a[f"curve/{metric}"][:n] for a, _ in runs])
     return runs[0][0]["visited"][:n], values.mean(axis=0), values.std(axis=0)
+
+
+def mean_difference(a, b) -> tuple[float, float]:
+    """``mean(a) - mean(b)`` over independent seeds and its standard error ``sqrt(s_a²/n_a + s_b²/n_b)``
+    (a side with one seed contributes no spread)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    var = sum(x.var(ddof=1) / len(x) for x in (a, b) if len(x) > 1)
+    return float(a.mean() - b.mean()), float(np.sqrt(var))
+
+
+def ranking(final: dict[str, np.ndarray], what: str, fmt: str = ".4f") -> str:
+    """One sentence ordering the methods by the mean of ``final[label]`` (lower is better)."""
+    ranked = sorted((np.mean(v), label) for label, v in final.items() if len(v))
+    return (f"Ordering here, by mean {what} (lower is better): "
+            + " < ".join(f"{label} ({value:{fmt}})" for value, label in ranked) + ".")
+
+
+def difference_notes(final: dict[str, np.ndarray], ours: str, others, unit: str, fmt: str = ".4f") -> list[str]:
+    """``ours − other`` for each of ``others`` present, with its standard error over seeds
+    (:func:`mean_difference`): how the paper's "significantly better than" reads in our runs."""
+    notes = []
+    for other in (o for o in others if o in final and ours in final):
+        diff, se = mean_difference(final[ours], final[other])
+        notes.append(f"{ours} − {other}: {diff:+{fmt}} ± {se:{fmt}} {unit} "
+                     f"(standard error over {len(final[ours])} and {len(final[other])} seeds).")
+    return notes

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from datasets.synthetic import prepare_lda_corpus
 from reports import lda as lda_report
-from reports.resultfiles import load_npz
+from reports.resultfiles import load_npz, mean_difference
 from workflow import cli, plan
 from workflow import config as config_mod
 
@@ -107,7 +107,7 @@ def test_peer_check_overlay_runs_the_peers_at_its_seeds():
 
 def test_mean_difference_and_ordering_by_hand():
     # 7.0 - 7.2 = -0.2; se = sqrt(var([6.9, 7.1]) / 2 + 0) = sqrt(0.02 / 2) = 0.1
-    diff, se = lda_report.mean_difference([6.9, 7.1], [7.2])
+    diff, se = mean_difference([6.9, 7.1], [7.2])
     assert diff == pytest.approx(-0.2) and se == pytest.approx(0.1)
 
     def runs(*finals, start=7.5):

@@ -15,6 +15,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from datasets.synthetic import prepare_gp1d
+from reports import sparse_gp as sgp_report
 from reports.resultfiles import load_npz
 from workflow.config import DEFAULT_CONFIG, validate
 
@@ -96,7 +97,8 @@ def test_runs_score_against_the_truth(workspace):
 def test_reports_and_tracking(workspace):
     root, env = workspace
     text = (root / "table.md").read_text()
-    for row in ("| exact GP", "| pmd |", "| svi |", "| best achievable (noise sd) |", "**Stand-in data**", "0.027"):
+    for row in ("| exact GP", "| pmd |", "| svi |", "| best achievable (noise sd) |", "**Stand-in data**", "0.027",
+                "by mean final RMSE to the exact-GP mean", "by mean final test RMSE", "pmd − svi: "):
         assert row in text
     assert (root / "figure2.png").stat().st_size > 0 and (root / "figure4.png").stat().st_size > 0
     client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
@@ -108,6 +110,19 @@ def test_reports_and_tracking(workspace):
     history = client.get_metric_history(run.info.run_id, "rmse_exact")
     assert [m.step for m in history] == [0, 32, 64, 96, 128]  # against data points visited
     assert client.list_artifacts(run.info.run_id, "result")
+
+
+def test_ordering_notes_by_hand():
+    """The ranking and PMD's differences from the table's final scores: pmd (0.10, 0.12) − svi
+    (0.14, 0.18) = -0.05, se = sqrt(var(0.10, 0.12)/2 + var(0.14, 0.18)/2) = sqrt(0.0001 + 0.0004)."""
+    def runs(*finals):
+        return [({"visited": np.array([0, 100]), "curve/test_rmse": np.array([1.0, f])}, {}) for f in finals]
+
+    notes = sgp_report.ordering_notes({"svi": runs(0.14, 0.18), "pmd": runs(0.10, 0.12), "sod": runs(0.3)}, exact=False)
+    assert notes[0] == ("Ordering here, by mean final test RMSE (lower is better): "
+                        "pmd (0.1100) < svi (0.1600) < sod (0.3000).")
+    assert notes[1] == f"pmd − svi: -0.0500 ± {np.sqrt(0.0005):.4f} of final test RMSE (standard error over 2 and 2 seeds)."
+    assert notes[2].startswith("pmd − sod: -0.1900 ± 0.0100 ") and len(notes) == 3  # no smc run: no smc note
 
 
 def test_standin_overlay_runs_the_paper_settings_on_the_standin():
