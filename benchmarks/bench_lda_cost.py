@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from baselines.peers.topic_models import GensimLDA, SklearnOnlineLDA, TomotopyGibbs
 from datasets.corpus import load_corpus
 from pmd.models import lda
-from pmd.runner import batch_indices
+from pmd.runner import batch_indices, stepper
 from reports import benchmarks as bench_report
 from workflow import methods
 
@@ -53,16 +53,12 @@ def timed_scan(method, train: dict, steps: int) -> float:
     rows = train["words"].shape[0]
     data = {k: jnp.asarray(v) for k, v in train.items()}
 
-    def body(state, inputs):
-        key, idx = inputs
-        return method.step(key, state, {k: v[idx] for k, v in data.items()})
-
-    advance = jax.jit(lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx)))
+    advance = stepper(method)
     keys = jax.random.split(jax.random.key(0), 2 * steps)
     idx = jnp.asarray(batch_indices(0, rows, BATCH, 2 * steps))
-    state = jax.block_until_ready(advance(method.init(jax.random.key(1)), keys[:steps], idx[:steps])[0])
+    state = jax.block_until_ready(advance(method.init(jax.random.key(1)), keys[:steps], idx[:steps], data)[0])
     t0 = time.perf_counter()
-    jax.block_until_ready(advance(state, keys[steps:], idx[steps:]))
+    jax.block_until_ready(advance(state, keys[steps:], idx[steps:], data))
     return (time.perf_counter() - t0) / steps
 
 

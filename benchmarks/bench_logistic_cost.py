@@ -37,8 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from baselines.gibbs.polya_gamma import PolyaGammaGibbs
-from pmd.interface import take_step
 from pmd.models.logistic import BayesianLogisticRegression, labelled
+from pmd.runner import stepper
 from reports import benchmarks as bench_report
 from workflow import methods
 
@@ -73,16 +73,12 @@ def timed_scan(method, train: dict, steps: int, batch: int, seed: int = 0) -> fl
     rows = len(train["y"])
     data = jax.tree_util.tree_map(jnp.asarray, train)
 
-    def body(state, inputs):
-        key, idx = inputs
-        return take_step(method, key, state, jax.tree_util.tree_map(lambda a: a[idx], data), idx)
-
-    advance = jax.jit(lambda state, keys, idx: jax.lax.scan(body, state, (keys, idx)))
+    advance = stepper(method)
     keys = jax.random.split(jax.random.key(seed), steps)
     idx = jnp.asarray(rng.integers(0, rows, (steps, batch)))
-    state = jax.block_until_ready(advance(method.init(jax.random.key(seed + 1)), keys, idx)[0])
+    state = jax.block_until_ready(advance(method.init(jax.random.key(seed + 1)), keys, idx, data)[0])
     t0 = time.perf_counter()
-    jax.block_until_ready(advance(state, keys, idx)[0])
+    jax.block_until_ready(advance(state, keys, idx, data)[0])
     return (time.perf_counter() - t0) / steps
 
 

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pmd.interface import take_step
 from pmd.models.mixture import WellingTehMixture
+from pmd.runner import stepper
 from workflow import methods
 from reports import benchmarks as bench_report
 
@@ -45,16 +45,12 @@ def timed_scan(method, data, steps: int):
     idx = np.random.default_rng(0).integers(0, N, size=(2 * steps, BATCH))
     keys = jax.random.split(jax.random.key(0), 2 * steps)
 
-    def body(state, inputs):
-        k, i = inputs
-        return take_step(method, k, state, jnp.take(data, i, axis=0), i)
-
-    advance = jax.jit(lambda s, k, i: jax.lax.scan(body, s, (k, i))[0])
-    state = jax.block_until_ready(advance(method.init(jax.random.key(1)), keys[:steps], idx[:steps]))
+    advance = stepper(method)
+    state = jax.block_until_ready(advance(method.init(jax.random.key(1)), keys[:steps], idx[:steps], data)[0])
 
     def once() -> float:
         t0 = time.perf_counter()
-        jax.block_until_ready(advance(state, keys[steps:], idx[steps:]))
+        jax.block_until_ready(advance(state, keys[steps:], idx[steps:], data)[0])
         return (time.perf_counter() - t0) / steps
 
     return once

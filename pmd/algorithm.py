@@ -91,7 +91,7 @@ import jax
 import jax.numpy as jnp
 
 from .bandwidth import bandwidth_rule
-from .interface import ConfigError, require_fraction, require_positive_int
+from .interface import ConfigError, require_fraction, require_positive_int, step_data
 from .kde import Kernel, kernel_log_density, kernel_sample
 from .local_kernel import LocalShrinkage
 from .model import Model
@@ -210,7 +210,7 @@ class PMD:
         if variant == "paper" and isinstance(self.bandwidth, LocalShrinkage) and strategy != "particles":
             raise ConfigError("the local kernel keeps no density for the paper variant's KDE posterior: "
                               "use variant='robust' or a rule of pmd.bandwidth")
-        self.moves = None
+        self.moves, self.data = None, None
         if isinstance(rejuvenate, str) and rejuvenate == "auto":
             rejuvenate = DEFAULT_MOVES if variant == "robust" and data is not None else None
         if rejuvenate is not None:
@@ -225,7 +225,7 @@ class PMD:
             rows = {jnp.shape(x)[0] for x in jax.tree_util.tree_leaves(data)}
             if rows != {self.data_size}:
                 raise ConfigError(f"rejuvenate: data has {sorted(rows)} rows, data_size is {self.data_size}")
-            self._target = LogTarget(model, data, self.moves.chunk)
+            self.data = jax.tree_util.tree_map(jnp.asarray, data)
         self._step = jax.jit(self._robust_step if variant == "robust" else self._paper_step)
 
     # -- the interface -------------------------------------------------------------------------
@@ -268,9 +268,16 @@ class PMD:
         partial posterior of exactly the rows seen. The runner passes them to a method that says so."""
         return self._tracks_rows
 
-    def step(self, key: Array, state: PMDState, batch: Any, rows: Array | None = None) -> tuple[PMDState, dict]:
+    @property
+    def wants_data(self) -> bool:
+        """Whether ``step`` reads the whole data set (``data=``): the moves target the full-data posterior."""
+        return self.moves is not None
+
+    def step(self, key: Array, state: PMDState, batch: Any, rows: Array | None = None,
+             data: Any = None) -> tuple[PMDState, dict]:
         """One PMD iteration on a mini-batch (Algorithm 1, lines 5-15); ``rows``: the batch's row
-        indices in the data set, needed by ``rejuvenate`` with ``first_pass``."""
+        indices in the data set, needed by ``rejuvenate`` with ``first_pass``; ``data``: the data
+        set the moves read (default: the one given at construction; :mod:`pmd.interface`)."""
         size = self.model.check_batch(batch)
         if self._tracks_rows:
             if rows is None:
@@ -278,7 +285,7 @@ class PMD:
                                   "batch's row indices (rows=; pmd.run passes them)")
             if jnp.shape(rows) != (size,):
                 raise ConfigError(f"rows must hold the batch's {size} row indices, got shape {jnp.shape(rows)}")
-        return self._step(key, state, batch, rows)
+        return self._step(key, state, batch, rows, step_data(self, data) if self.moves is not None else None)
 
     def posterior(self, state: PMDState) -> ParticlePosterior:
         """Paper variant: the weighted KDE ``q̃_{t+1}`` (eq. 6) while KDE steps run; otherwise the
@@ -307,7 +314,8 @@ class PMD:
         return jnp.mean(self.model.batch_log_likelihood(positions, batch), axis=1)
 
     # -- the robust variant --------------------------------------------------------------------
-    def _robust_step(self, key: Array, state: PMDState, batch: Any, rows: Array | None) -> tuple[PMDState, dict]:
+    def _robust_step(self, key: Array, state: PMDState, batch: Any, rows: Array | None,
+                     data: Any) -> tuple[PMDState, dict]:
         size = jax.tree_util.tree_leaves(batch)[0].shape[0]
         dtype = state.positions.dtype
         n = jnp.asarray(self.data_size, dtype)
@@ -375,7 +383,8 @@ class PMD:
 
             def rejuvenate():
                 k_move, k_kernel = jax.random.split(jax.random.fold_in(key, self.max_substeps))
-                pos, logp, rate = self.moves(k_move, positions, log_w, self._target, count,
+                target = LogTarget(self.model, data, self.moves.chunk)
+                pos, logp, rate = self.moves(k_move, positions, log_w, target, count,
                                              order if self._tracks_rows else None)
                 uniform = jnp.zeros((m,), dtype) - jnp.log(jnp.asarray(m, dtype))
                 base_new = self.model.log_prior_many(pos) - logp
@@ -427,8 +436,9 @@ class PMD:
 
         return jax.lax.cond(state.from_prior, from_prior, from_kde, None)
 
-    def _paper_step(self, key: Array, state: PMDState, batch: Any, rows: Array | None) -> tuple[PMDState, dict]:
-        del rows  # the paper variant has no moves
+    def _paper_step(self, key: Array, state: PMDState, batch: Any, rows: Array | None,
+                    data: Any) -> tuple[PMDState, dict]:
+        del rows, data  # the paper variant has no moves
         t = state.step + 1
         if self.strategy == "particles":
             redraw = jnp.asarray(False)

@@ -5,7 +5,13 @@ returns its state; ``step(key, state, batch)`` is a pure function returning ``(s
 ``posterior(state)`` returns a :class:`pmd.posterior.Posterior`. The runner, the metrics and the
 reports rely on nothing else. A method that must know which rows of the data set a batch holds
 (PMD's first-pass moves revisit the rows seen so far) says so with a true ``wants_rows``; the runner
-then calls ``step(key, state, batch, rows=indices)``.
+then calls ``step(key, state, batch, rows=indices)``. A method whose step reads the whole data set
+(PMD's moves, Gibbs sweeps, full-data NPV, tempered SMC) is built with it (``data=``) and says so
+with a true ``wants_data``; the runner then calls ``step(..., data=data)`` with the data an argument
+of its compiled scan, because an array that a jitted function closes over is a compile-time
+constant, serialised into the program and constant-folded by XLA (at H.2's 1.6 million rows:
+hundreds of megabytes of program and gigabytes of memory). Called without ``data=``, such a step
+uses the data it was built with.
 """
 
 from __future__ import annotations
@@ -38,12 +44,29 @@ class InferenceMethod(Protocol):
     def posterior(self, state: PyTree) -> Posterior: ...
 
 
-def take_step(method: InferenceMethod, key: Array, state: PyTree, batch: PyTree, rows: Array) -> tuple[PyTree, dict]:
+def take_step(method: InferenceMethod, key: Array, state: PyTree, batch: PyTree, rows: Array,
+              data: PyTree = None) -> tuple[PyTree, dict]:
     """``method.step`` on ``batch``, the data set's rows ``rows``, passed on when the method
-    ``wants_rows`` (the module docstring): the one call every driver of the interface makes."""
+    ``wants_rows``, and the whole data set ``data`` when it ``wants_data`` (the module docstring):
+    the one call every driver of the interface makes."""
+    extra = {}
     if getattr(method, "wants_rows", False):
-        return method.step(key, state, batch, rows=rows)
-    return method.step(key, state, batch)
+        extra["rows"] = rows
+    if data is not None and getattr(method, "wants_data", False):
+        extra["data"] = data
+    return method.step(key, state, batch, **extra)
+
+
+def step_data(method: Any, data: PyTree) -> PyTree:
+    """The data set a full-data step reads: ``data`` when a driver passed it (checked to have the
+    method's ``data_size`` rows), else the set the method was built with (``method.data``)."""
+    if data is None:
+        return method.data
+    rows = {jax.numpy.shape(leaf)[0] for leaf in jax.tree_util.tree_leaves(data)}
+    if rows != {method.data_size}:
+        raise ConfigError(f"{type(method).__name__}.step: data= has {sorted(rows)} rows, the method was built for "
+                          f"data_size={method.data_size}")
+    return data
 
 
 def require_positive_int(name: str, value: Any) -> int:

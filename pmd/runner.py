@@ -114,7 +114,8 @@ def run(
 
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A method whose
-    ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``).
+    ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``),
+    one whose ``wants_data`` is true the whole ``data`` (``step(..., data=)``; :func:`stepper`).
     """
     plan = _plan(method, data, key, batch_size, num_passes)
     (result,) = _drive(method, data, [plan], batched=False, batch_size=batch_size, eval_every=eval_every,
@@ -157,29 +158,40 @@ def run_batched(
                   evaluate=evaluate, loggers=loggers)
 
 
+def stepper(method: InferenceMethod, batched: bool = False) -> Callable:
+    """The compiled ``advance(state, keys, idx, data) -> (state, infos)``: ``len(keys)`` steps of
+    ``method`` in one ``lax.scan``, step ``t`` with key ``keys[t]`` on the rows ``idx[t]`` of
+    ``data`` (:func:`pmd.interface.take_step`, which also hands the whole ``data`` to a method that
+    ``wants_data``). With ``batched`` the states, keys and indices carry a leading repetition axis
+    (one ``vmap``) and the data are shared.
+
+    The data are an argument, never a closure: an array a jitted function closes over is a
+    compile-time constant, serialised into the program and constant-folded by XLA (at H.3.2's
+    463,715 × 90 rows: minutes of compilation and gigabytes of memory; the module docstring of
+    :mod:`pmd.interface`). Drivers of the interface (the runner, the benchmarks) step through this."""
+    def body(data, state, inputs):
+        k, idx = inputs
+        batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), data)
+        return take_step(method, k, state, batch, idx, data)
+
+    scan = lambda state, keys, idx, data: jax.lax.scan(partial(body, data), state, (keys, idx))  # noqa: E731
+    return jax.jit(jax.vmap(scan, in_axes=(0, 0, 0, None)) if batched else scan)
+
+
 def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, eval_every: int | None,
            evaluate, loggers) -> list[RunResult]:
     """The loop shared by :func:`run` (one plan, no ``vmap``) and :func:`run_batched` (stacked plans)."""
     device_data = jax.tree_util.tree_map(jnp.asarray, data)
     num_steps = len(plans[0].indices)
 
-    # The data enter the jitted scan as an argument: an array a jitted function closes over is a
-    # compile-time constant, serialised into the program and constant-folded by XLA (at H.3.2's
-    # 463,715 × 90 rows: minutes of compilation and gigabytes of memory).
-    def body(data, state, inputs):
-        k, idx = inputs
-        return take_step(method, k, state, jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), data), idx)
-
-    scan = lambda state, keys, idx, data: jax.lax.scan(partial(body, data), state, (keys, idx))  # noqa: E731
+    advance = stepper(method, batched)
     if batched:
-        advance = jax.jit(jax.vmap(scan, in_axes=(0, 0, 0, None)))
         state = jax.vmap(method.init)(jnp.stack([p.k_init for p in plans]))
         step_keys = jnp.stack([p.step_keys for p in plans])
         indices = np.stack([p.indices for p in plans])
         window = lambda a, b: (step_keys[:, a:b], indices[:, a:b])  # noqa: E731
         piece = lambda tree, i: jax.tree_util.tree_map(lambda x: x[i], tree)  # noqa: E731
     else:
-        advance = jax.jit(scan)
         state = method.init(plans[0].k_init)
         window = lambda a, b: (plans[0].step_keys[a:b], plans[0].indices[a:b])  # noqa: E731
         piece = lambda tree, i: tree  # noqa: E731

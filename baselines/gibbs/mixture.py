@@ -32,7 +32,7 @@ from pmd.interface import ConfigError
 from pmd.models.mixture import WellingTehMixture
 from pmd.posterior import ParticlePosterior
 
-from .._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
+from .._common import FullDataChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 
@@ -58,7 +58,7 @@ def _check_same_model(model, mixture: WellingTehMixture, data: Array) -> None:
         raise ConfigError(f"the model's prior and likelihood are not those of mixture={mixture}")
 
 
-class MixtureGibbs(RetainedChain):
+class MixtureGibbs(FullDataChain):
     """Data-augmentation Gibbs sampler for the Welling-Teh mixture (module docstring).
 
     Args:
@@ -94,31 +94,34 @@ class MixtureGibbs(RetainedChain):
         self.burn_in, self.thin, self.num_steps = require_burn_in(burn_in, thin, num_steps)
         self._step = jax.jit(self._step_impl)
 
-    def sample_indicators(self, key: Array, theta: Array) -> Array:
-        """Step 1: ``z_n | θ, x_n`` for every datum (1 = the second component), as floats."""
+    def sample_indicators(self, key: Array, theta: Array, data: Any = None) -> Array:
+        """Step 1: ``z_n | θ, x_n`` for every datum of ``data`` (default: the data set given at
+        construction; 1 = the second component), as floats."""
         sx, p = self.mixture.noise_std, self.mixture.weight
-        x = self.data
+        x = self.data if data is None else data
         logit = math.log((1 - p) / p) + ((x - theta[0]) ** 2 - (x - theta[0] - theta[1]) ** 2) / (2 * sx**2)
         return jax.random.bernoulli(key, jax.nn.sigmoid(logit)).astype(theta.dtype)
 
-    def sample_theta(self, key: Array, z: Array) -> Array:
-        """Step 2: ``θ | z, x ~ N(Λ⁻¹ Aᵀx / σx², Λ⁻¹)`` (module docstring)."""
+    def sample_theta(self, key: Array, z: Array, data: Any = None) -> Array:
+        """Step 2: ``θ | z, x ~ N(Λ⁻¹ Aᵀx / σx², Λ⁻¹)`` (module docstring), ``x`` = ``data``
+        (default: the data set given at construction)."""
+        x = self.data if data is None else data
         (s1, s2), sx = self.mixture.prior_std, self.mixture.noise_std
         n1, dtype = jnp.sum(z), z.dtype
         precision = jnp.stack([
             jnp.stack([1 / s1**2 + self.data_size / sx**2, n1 / sx**2]),
             jnp.stack([n1 / sx**2, 1 / s2**2 + n1 / sx**2]),
         ]).astype(dtype)
-        rhs = jnp.stack([jnp.sum(self.data), jnp.sum(z * self.data)]) / sx**2
+        rhs = jnp.stack([jnp.sum(x), jnp.sum(z * x)]) / sx**2
         chol = jnp.linalg.cholesky(precision)  # Λ = C Cᵀ, so Λ⁻¹ = C⁻ᵀ C⁻¹
         mean = solve_triangular(chol, solve_triangular(chol, rhs, lower=True), lower=True, trans=1)
         return mean + solve_triangular(chol, jax.random.normal(key, (2,), dtype), lower=True, trans=1)
 
-    def _step_impl(self, key: Array, state: GibbsState, batch: Any) -> tuple[GibbsState, dict]:
+    def _step_impl(self, key: Array, state: GibbsState, batch: Any, data: Any) -> tuple[GibbsState, dict]:
         t = state.step + 1
         k_z, k_theta = jax.random.split(key)
-        z = self.sample_indicators(k_z, state.theta)
-        theta = self.sample_theta(k_theta, z)
+        z = self.sample_indicators(k_z, state.theta, data)
+        theta = self.sample_theta(k_theta, z, data)
         keep = (t > self.burn_in) & ((t - self.burn_in) % self.thin == 0)
         new = GibbsState(theta=theta, buffer=state.buffer.retain(theta, keep), step=t)
         info = {"visited": jnp.asarray(self.data_size, jnp.int32), "second_component": jnp.mean(z),

@@ -49,7 +49,7 @@ from pmd.model import ModelError
 from pmd.models.logistic import BayesianLogisticRegression, features_and_labels
 from pmd.posterior import ParticlePosterior
 
-from .._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
+from .._common import FullDataChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 
@@ -93,7 +93,7 @@ class PGGibbsState:
     step: Array  # int32
 
 
-class PolyaGammaGibbs(RetainedChain):
+class PolyaGammaGibbs(FullDataChain):
     """Pólya-Gamma Gibbs sampler for Bayesian logistic regression (module docstring).
 
     Args:
@@ -130,20 +130,22 @@ class PolyaGammaGibbs(RetainedChain):
         self.truncation = require_positive_int("truncation", truncation)
         self._step = jax.jit(self._step_impl)
 
-    def sample_weights(self, key: Array, omega: Array) -> Array:
-        """Step 2: ``w | ω ~ N(V Xᵀκ, V)``, ``V⁻¹ = XᵀΩX + I/s²`` (module docstring)."""
-        x, y = self.data["x"], self.data["y"]
+    def sample_weights(self, key: Array, omega: Array, data: Any = None) -> Array:
+        """Step 2: ``w | ω ~ N(V Xᵀκ, V)``, ``V⁻¹ = XᵀΩX + I/s²`` (module docstring), on ``data``
+        (default: the data set given at construction)."""
+        data = self.data if data is None else data
+        x, y = data["x"], data["y"]
         d = x.shape[1]
         precision = (x * omega[:, None]).T @ x + jnp.eye(d, dtype=x.dtype) / self.prior_std**2
         chol = jnp.linalg.cholesky(precision)  # V⁻¹ = C Cᵀ, so V = C⁻ᵀ C⁻¹
         mean = solve_triangular(chol, solve_triangular(chol, 0.5 * (y @ x), lower=True), lower=True, trans=1)
         return mean + solve_triangular(chol, jax.random.normal(key, (d,), x.dtype), lower=True, trans=1)
 
-    def _step_impl(self, key: Array, state: PGGibbsState, batch: Any) -> tuple[PGGibbsState, dict]:
+    def _step_impl(self, key: Array, state: PGGibbsState, batch: Any, data: Any) -> tuple[PGGibbsState, dict]:
         t = state.step + 1
         k_omega, k_w = jax.random.split(key)
-        omega = sample_polya_gamma(k_omega, self.data["x"] @ state.w, self.truncation)
-        w = self.sample_weights(k_w, omega)
+        omega = sample_polya_gamma(k_omega, data["x"] @ state.w, self.truncation)
+        w = self.sample_weights(k_w, omega, data)
         keep = (t > self.burn_in) & ((t - self.burn_in) % self.thin == 0)
         new = PGGibbsState(w=w, buffer=state.buffer.retain(w, keep), step=t)
         return new, {"visited": jnp.asarray(self.data_size, jnp.int32), "retained": keep}

@@ -34,7 +34,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError, require_fraction
+from pmd.interface import ConfigError, require_fraction, step_data
 from pmd.models.lda import TopicSamples, categorical_rows, require_lda, topic_word_counts
 from pmd.weights import categorical_draw, effective_sample_size, normalize
 
@@ -82,8 +82,7 @@ class LDASMC:
         rows = self.model.check_batch(data)
         if rows != self.data_size:
             raise ConfigError(f"data has {rows} documents but data_size={data_size}")
-        self.words = jnp.asarray(data["words"])
-        self.mask = jnp.asarray(data["mask"])
+        self.data = {"words": jnp.asarray(data["words"]), "mask": jnp.asarray(data["mask"])}
         self.threshold = require_fraction("threshold", threshold)
         if isinstance(rejuvenate, bool) or not isinstance(rejuvenate, int) or rejuvenate < 0:
             raise ConfigError(f"rejuvenate must be a non-negative integer, got {rejuvenate!r}")
@@ -95,18 +94,22 @@ class LDASMC:
     def init(self, key: Array) -> LDASMCState:
         """No document read: empty counts, equal weights."""
         del key
-        m, (d, length) = self.num_particles, self.words.shape
+        m, (d, length) = self.num_particles, self.data["words"].shape
         k, w = self.model.num_topics, self.model.vocabulary
         zero = jnp.asarray(0, jnp.int32)
         return LDASMCState(jnp.zeros((m, d, length), jnp.int32), jnp.zeros((m, k, w), jnp.float32),
                            jnp.full((m,), -jnp.log(m), jnp.float32), jnp.zeros(d, bool), zero, zero)
 
-    def step(self, key: Array, state: LDASMCState, batch: Any) -> tuple[LDASMCState, dict]:
-        """Assign the batch's new documents, reweight, resample if needed, rejuvenate."""
+    wants_data = True  # rejuvenation revisits documents read before (pmd.interface)
+
+    def step(self, key: Array, state: LDASMCState, batch: Any, data: Any = None) -> tuple[LDASMCState, dict]:
+        """Assign the batch's new documents, reweight, resample if needed, rejuvenate among the
+        documents of ``data`` read so far (default: the training set given at construction)."""
         self.model.check_batch(batch)
         if "doc" not in batch:
             raise ConfigError("SMC for LDA needs the documents' row indices: batch['doc'] (pmd.models.lda.tokens)")
-        return self._step(key, state, batch)
+        data = step_data(self, data)
+        return self._step(key, state, batch, {"words": data["words"], "mask": data["mask"]})
 
     def posterior(self, state: LDASMCState) -> TopicSamples:
         """``Σ_i w_i δ(Φ̂^i)``, ``Φ̂^i_kw = (n^i_kw + β)/(n^i_k + Wβ)``."""
@@ -134,15 +137,15 @@ class LDASMC:
         _, (z, logp) = jax.lax.scan(token, start, (jnp.moveaxis(phi_w, 2, 0), mask.T, u))
         return z.T, logp.sum()
 
-    def _rejuvenate(self, key, counts, z_all, read):
+    def _rejuvenate(self, key, counts, z_all, read, data):
         """One collapsed-Gibbs sweep over ``rejuvenate`` documents drawn among those read."""
         k_topics, alpha, beta, w = self.model.num_topics, self.model.alpha, self.model.beta, self.model.vocabulary
         k_docs, k_u = jax.random.split(key)
         # distinct documents, uniformly among those read (Gumbel top-k); fewer if fewer were read
         scores, docs = jax.lax.top_k(jnp.where(read, jax.random.gumbel(k_docs, read.shape), -jnp.inf),
                                      self.rejuvenate)
-        words, z_old = self.words[docs], z_all[docs]
-        mask = self.mask[docs] & (scores > -jnp.inf)[:, None]
+        words, z_old = data["words"][docs], z_all[docs]
+        mask = data["mask"][docs] & (scores > -jnp.inf)[:, None]
         doc_counts = jax.vmap(lambda zz, mm: (jax.nn.one_hot(zz, k_topics) * mm[:, None]).sum(0))(z_old, mask)
         u = jax.random.uniform(k_u, words.T.shape)
 
@@ -162,7 +165,7 @@ class LDASMC:
                  - topic_word_counts(words, jax.nn.one_hot(z_old, k_topics) * mask[..., None], w))
         return counts + delta, z_all.at[docs].set(z_new)
 
-    def _step_impl(self, key, state, batch):
+    def _step_impl(self, key, state, batch, data):
         words, mask, docs = batch["words"], batch["mask"], batch["doc"]
         m, size, k_topics = self.num_particles, words.shape[0], self.model.num_topics
         fresh = jnp.clip(self.data_size - state.seen, 0, size)
@@ -184,8 +187,8 @@ class LDASMC:
         log_w = jnp.where(resample, jnp.full((m,), -jnp.log(m), log_w.dtype), log_w)
         counts, z_all = counts[idx], z_all[idx]
         if self.rejuvenate:
-            rejuvenated = jax.vmap(self._rejuvenate, in_axes=(0, 0, 0, None))(jax.random.split(k_rejuv, m), counts,
-                                                                              z_all, read)
+            rejuvenated = jax.vmap(self._rejuvenate, in_axes=(0, 0, 0, None, None))(
+                jax.random.split(k_rejuv, m), counts, z_all, read, data)
             counts, z_all = jax.tree_util.tree_map(lambda a, b: jnp.where(fresh > 0, a, b), rejuvenated,
                                                    (counts, z_all))
         new = LDASMCState(z_all, counts, log_w, read, state.seen + fresh, state.step + 1)

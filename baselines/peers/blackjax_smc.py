@@ -49,7 +49,7 @@ from blackjax.smc import adaptive_tempered, partial_posteriors_path, resampling
 from blackjax.smc.tempered import TemperedSMCState
 
 from pmd.bandwidth import weighted_cov
-from pmd.interface import ConfigError, require_fraction, require_positive_int
+from pmd.interface import ConfigError, require_fraction, require_positive_int, step_data
 from pmd.posterior import ParticlePosterior
 from pmd.weights import effective_sample_size, normalize
 
@@ -76,6 +76,14 @@ class _HMCMoves:
             raise ConfigError(f"trajectory_length must be a positive number, got {trajectory_length!r}")
         self.trajectory_length = float(trajectory_length)
         self._hmc = blackjax.hmc.build_kernel()
+
+    wants_data = True  # every step reads the whole data set (pmd.interface)
+
+    def step(self, key: Array, state: Any, batch: Any, data: Any = None) -> tuple[Any, dict]:
+        """One step of the sampler (the subclass's ``_step_impl``) on ``data`` (default: the data set
+        given at construction; :mod:`pmd.interface`); the batch is only checked."""
+        self.model.check_batch(batch)
+        return self._step(key, state, batch, step_data(self, data))
 
     def _initial_step_size(self, dtype) -> Array:
         return jnp.asarray(self.model.dim ** -0.25, dtype)
@@ -154,19 +162,12 @@ class TemperedSMC(_HMCMoves):
         self.target_ess = require_fraction("target_ess", target_ess)
         if not 0 < self.target_ess < 1:
             raise ConfigError(f"target_ess must lie strictly between 0 and 1, got {target_ess!r}")
-        self._kernel = adaptive_tempered.build_kernel(
-            self.model.log_prior,
-            self.log_likelihood,
-            self._hmc,
-            blackjax.hmc.init,
-            resampling.systematic,
-            self.target_ess,
-        )
         self._step = jax.jit(self._step_impl)
 
-    def log_likelihood(self, theta: Array) -> Array:
-        """``Σ_n log p(x_n|θ)`` over the whole data set."""
-        return jnp.sum(jax.vmap(self.model.log_likelihood, in_axes=(None, 0))(theta, self.data))
+    def log_likelihood(self, theta: Array, data: Any = None) -> Array:
+        """``Σ_n log p(x_n|θ)`` over the whole data set (``data``; default: the one given at construction)."""
+        data = self.data if data is None else data
+        return jnp.sum(jax.vmap(self.model.log_likelihood, in_axes=(None, 0))(theta, data))
 
     def init(self, key: Array) -> TemperingState:
         """``m`` prior draws with equal weights at ``λ = 0``."""
@@ -174,20 +175,17 @@ class TemperedSMC(_HMCMoves):
         sampler = adaptive_tempered.init(particles)._replace(tempering_param=jnp.zeros((), particles.dtype))
         return TemperingState(sampler, self._initial_step_size(particles.dtype))
 
-    def step(self, key: Array, state: TemperingState, batch: Any) -> tuple[TemperingState, dict]:
-        """One tempering stage (a no-op once ``λ = 1``); the batch is only checked."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch)
-
     def posterior(self, state: TemperingState) -> ParticlePosterior:
         """The weighted particles."""
         return ParticlePosterior(state.sampler.particles, jnp.log(state.sampler.weights))
 
-    def _stage(self, key: Array, state: TemperingState) -> tuple[TemperingState, dict]:
+    def _stage(self, key: Array, state: TemperingState, data: Any) -> tuple[TemperingState, dict]:
         k_params, k_stage = jax.random.split(key)
         sampler = state.sampler
         params = self._move_parameters(k_params, sampler.particles, jnp.log(sampler.weights), state.step_size)
-        sampler, info = self._kernel(k_stage, sampler, self.num_mcmc_steps, params)
+        kernel = adaptive_tempered.build_kernel(self.model.log_prior, lambda theta: self.log_likelihood(theta, data),
+                                                self._hmc, blackjax.hmc.init, resampling.systematic, self.target_ess)
+        sampler, info = kernel(k_stage, sampler, self.num_mcmc_steps, params)
         step_size, acceptance = self._adapt(state.step_size, info.update_info)
         return TemperingState(sampler, step_size), {
             "visited": jnp.asarray(self.data_size, jnp.int32),
@@ -205,8 +203,10 @@ class TemperedSMC(_HMCMoves):
             "ess": effective_sample_size(jnp.log(state.sampler.weights)),
         }
 
-    def _step_impl(self, key: Array, state: TemperingState, batch: Any) -> tuple[TemperingState, dict]:
-        return jax.lax.cond(state.sampler.tempering_param < 1.0, self._stage, self._finished, key, state)
+    def _step_impl(self, key: Array, state: TemperingState, batch: Any, data: Any) -> tuple[TemperingState, dict]:
+        """One tempering stage (a no-op once ``λ = 1``)."""
+        return jax.lax.cond(state.sampler.tempering_param < 1.0, lambda k, s: self._stage(k, s, data), self._finished,
+                            key, state)
 
 
 @jax.tree_util.register_dataclass
@@ -277,11 +277,13 @@ class DataTemperedSMC(_HMCMoves):
         self.threshold = require_fraction("threshold", threshold)
         self._step = jax.jit(self._step_impl)
 
-    def partial_log_posterior(self, data_mask: Array):
-        """BlackJAX's ``partial_logposterior_factory``: ``θ -> log p(θ) + Σ_n mask_n log p(x_n|θ)``."""
+    def partial_log_posterior(self, data_mask: Array, data: Any = None):
+        """BlackJAX's ``partial_logposterior_factory``: ``θ -> log p(θ) + Σ_n mask_n log p(x_n|θ)`` over
+        ``data`` (default: the data set given at construction)."""
+        data = self.data if data is None else data
 
         def log_posterior(theta: Array) -> Array:
-            loglik = jax.vmap(self.model.log_likelihood, in_axes=(None, 0))(theta, self.data)
+            loglik = jax.vmap(self.model.log_likelihood, in_axes=(None, 0))(theta, data)
             return self.model.log_prior(theta) + jnp.sum(jnp.where(data_mask > 0, loglik, 0.0))
 
         return log_posterior
@@ -295,11 +297,6 @@ class DataTemperedSMC(_HMCMoves):
         return DataTemperingState(particles, jnp.full((m,), -jnp.log(m), particles.dtype), order,
                                   jnp.asarray(0, jnp.int32), self._initial_step_size(particles.dtype))
 
-    def step(self, key: Array, state: DataTemperingState, batch: Any) -> tuple[DataTemperingState, dict]:
-        """Add the next ``B`` rows, reweight, and resample-move when the ESS is low."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch)
-
     def posterior(self, state: DataTemperingState) -> ParticlePosterior:
         """The weighted particles."""
         return ParticlePosterior(state.particles, state.log_weights)
@@ -308,24 +305,27 @@ class DataTemperedSMC(_HMCMoves):
         """The path's mask: 1 for the first ``seen`` rows of ``order``, 0 elsewhere."""
         return jnp.zeros((self.data_size,), jnp.float32).at[order].set(jnp.arange(self.data_size) < seen)
 
-    def _resample_move(self, key: Array, particles: Array, log_weights: Array, mask: Array, step_size: Array):
+    def _resample_move(self, key: Array, particles: Array, log_weights: Array, mask: Array, step_size: Array,
+                       data: Any):
         k_params, k_move = jax.random.split(key)
         params = self._move_parameters(k_params, particles, log_weights, step_size)
         kernel = partial_posteriors_path.build_kernel(
             self._hmc, blackjax.hmc.init, resampling.systematic, self.num_mcmc_steps, params,
-            self.partial_log_posterior,
+            lambda data_mask: self.partial_log_posterior(data_mask, data),
         )
         sampler = partial_posteriors_path.PartialPosteriorsSMCState(particles, jnp.exp(log_weights), mask)
         sampler, info = kernel(k_move, sampler, mask)
         step_size, acceptance = self._adapt(step_size, info.update_info)
         return sampler.particles, normalize(jnp.log(sampler.weights)), step_size, acceptance
 
-    def _step_impl(self, key: Array, state: DataTemperingState, batch: Any) -> tuple[DataTemperingState, dict]:
+    def _step_impl(self, key: Array, state: DataTemperingState, batch: Any,
+                   data: Any) -> tuple[DataTemperingState, dict]:
+        """Add the next ``B`` rows of ``order``, reweight, and resample-move when the ESS is low."""
         size = jax.tree_util.tree_leaves(batch)[0].shape[0]
         fresh = jnp.clip(self.data_size - state.seen, 0, size)
         slots = jnp.arange(size)
         rows = state.order[jnp.minimum(state.seen + slots, self.data_size - 1)]
-        new_data = jax.tree_util.tree_map(lambda a: a[rows], self.data)
+        new_data = jax.tree_util.tree_map(lambda a: a[rows], data)
         loglik = self.model.batch_log_likelihood(state.particles, new_data)  # (m, B)
         increment = jnp.sum(jnp.where(slots < fresh, loglik, 0.0), axis=1)
         log_w = normalize(state.log_weights + increment)
@@ -335,7 +335,7 @@ class DataTemperedSMC(_HMCMoves):
         particles, log_w, step_size, acceptance = jax.lax.cond(
             resample,
             lambda: self._resample_move(key, state.particles, log_w, self.data_mask(state.order, seen),
-                                        state.step_size),
+                                        state.step_size, data),
             lambda: (state.particles, log_w, state.step_size, jnp.asarray(jnp.nan, log_w.dtype)),
         )
         new = DataTemperingState(particles, log_w, state.order, seen, step_size)

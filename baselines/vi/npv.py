@@ -39,7 +39,7 @@ import optax
 from jax.scipy.special import logsumexp
 
 from pmd.bandwidth import Silverman
-from pmd.interface import require_positive_int
+from pmd.interface import require_positive_int, step_data
 from pmd.kde import pairwise_sq_distances
 from pmd.posterior import MixturePosterior
 
@@ -122,27 +122,38 @@ class NPV(_MixtureVI):
         self.iterations = require_positive_int("iterations", iterations)
         self.optimizer = optax.lbfgs(memory_size=require_positive_int("memory_size", memory_size))
         self._log_joint = minibatch_log_joint(self.model, self.data_size)  # on all rows: the full sum
-        self._loss = lambda params: -self.objective(params)
-        self._value_and_grad = optax.value_and_grad_from_state(self._loss)
         self._step = jax.jit(self._step_impl)
 
-    def objective(self, params: dict) -> Array:
-        """``L2`` on the whole data set."""
-        return second_order_elbo(lambda th: self._log_joint(th, self.data), params)
+    wants_data = True  # each step evaluates L2 on every row (pmd.interface)
 
-    def _iteration(self, carry, _):
-        params, opt_state = carry
-        fresh = ~jnp.isfinite(optax.tree.get(opt_state, "value"))  # no stored value: one extra call
-        value, grad = self._value_and_grad(params, state=opt_state)
-        updates, opt_state = self.optimizer.update(grad, opt_state, params, value=value, grad=grad,
-                                                   value_fn=self._loss)
-        calls = optax.tree.get(opt_state, "num_linesearch_steps") + fresh.astype(jnp.int32)
-        return (optax.apply_updates(params, updates), opt_state), (calls, value)
+    def objective(self, params: dict, data: Any = None) -> Array:
+        """``L2`` on the whole data set (``data``; default: the one given at construction)."""
+        data = self.data if data is None else data
+        return second_order_elbo(lambda th: self._log_joint(th, data), params)
 
-    def _step_impl(self, key: Array, state: NPVState, batch: Any) -> tuple[NPVState, dict]:
-        """``iterations`` L-BFGS iterations on the full-data ``-L2`` (``key`` and batch unused)."""
+    def step(self, key: Array, state: NPVState, batch: Any, data: Any = None) -> tuple[NPVState, dict]:
+        """``iterations`` L-BFGS iterations on the full-data ``-L2`` of ``data`` (default: the data set
+        given at construction; :mod:`pmd.interface`); the batch is only checked."""
+        self.model.check_batch(batch)
+        return self._step(key, state, batch, step_data(self, data))
+
+    def _step_impl(self, key: Array, state: NPVState, batch: Any, data: Any) -> tuple[NPVState, dict]:
+        def loss(params):
+            return -self.objective(params, data)
+
+        value_and_grad = optax.value_and_grad_from_state(loss)
+
+        def iteration(carry, _):
+            params, opt_state = carry
+            fresh = ~jnp.isfinite(optax.tree.get(opt_state, "value"))  # no stored value: one extra call
+            value, grad = value_and_grad(params, state=opt_state)
+            updates, opt_state = self.optimizer.update(grad, opt_state, params, value=value, grad=grad,
+                                                       value_fn=loss)
+            calls = optax.tree.get(opt_state, "num_linesearch_steps") + fresh.astype(jnp.int32)
+            return (optax.apply_updates(params, updates), opt_state), (calls, value)
+
         (params, opt_state), (calls, values) = jax.lax.scan(
-            self._iteration, (state.params, state.opt_state), None, length=self.iterations)
+            iteration, (state.params, state.opt_state), None, length=self.iterations)
         info = {"visited": self.data_size * jnp.sum(calls), "elbo2": -values[-1]}
         return NPVState(params, opt_state, state.step + 1), info
 
