@@ -10,7 +10,8 @@ From the truth files (``results/sparse_gp/<problem>/truth.npz``) and the run fil
   standard deviation, the stand-in's) and the paper's claim beside it; for mixtures (PMD, SMC) the
   final effective sample size of their components' weights; for single-Gaussian methods Hensman's
   bound on the whole training set (SVI-GP against GPJax); seconds per step (compilation included;
-  ``benchmarks/bench_sparse_gp_cost.py`` times the steady state); under each table the methods
+  ``benchmarks/bench_sparse_gp_cost.py`` times the steady state); the largest peak resident set
+  of the runs' processes (with how many runs recorded it); under each table the methods
   ranked by that final score and ``pmd − other`` with its standard error over seeds for the
   methods the paper says PMD beats (SVI-GP and one-pass SMC, "significantly"; SoD).
 * the Figure 2(2) panel: test RMSE against data points visited on ``msd``, and on ``gp1d`` the
@@ -60,9 +61,11 @@ def _final(runs, metric):
 
 def _common(runs) -> list[str]:
     elbo = [m["elbo"] for _, m in runs if "elbo" in m]
+    peak = [m["peak_rss_gib"] for _, m in runs if "peak_rss_gib" in m]  # run files before 2026-11-25 lack it
     many = runs[0][1]["num_components"] > 1
     return [_pm(_final(runs, "ess"), ".2f") if many else "—", _pm(elbo, ".1f") if elbo else "—",
-            _pm([m["seconds_per_step"] for _, m in runs], ".4f"), f"{int(np.mean([m['visited'] for _, m in runs])):,}"]
+            _pm([m["seconds_per_step"] for _, m in runs], ".4f"),
+            f"{max(peak):.2f} ({len(peak)} runs)" if peak else "—", f"{int(np.mean([m['visited'] for _, m in runs])):,}"]
 
 
 def ordering_notes(runs_by: dict, exact: bool) -> list[str]:
@@ -83,18 +86,19 @@ def table(groups: dict) -> str:
         if "exact" in truth:
             header = ["method", "runs", "RMSE to exact-GP mean", "variance ratio to exact GP", "RMSE to f",
                       "final ESS of the components", "Hensman bound (full data)", "s / step (incl. compile)",
-                      "points visited"]
+                      "peak memory, GiB (max over runs)", "points visited"]
             rows = [["exact GP (float64, O(n³))", "—", "0", "1", f"{truth['exact']['rmse_f']:.4f}", "—", "—",
-                     f"{truth['exact_seconds']:.2f} (whole solve)", f"{truth['num_data']:,}"]]
+                     f"{truth['exact_seconds']:.2f} (whole solve)", "—", f"{truth['num_data']:,}"]]
             for label, runs in runs_by.items():
                 rows.append([label, str(len(runs)), _pm(_final(runs, "rmse_exact"), ".4f"),
                              _pm(_final(runs, "var_ratio"), ".3f"), _pm(_final(runs, "rmse_f"), ".4f"), *_common(runs)])
         else:
             stand = " (stand-in: RMSE to its known f)" if truth["standin"] else ""
             header = ["method", "runs", "test RMSE", f"RMSE to f{stand}", "final ESS of the components",
-                      "Hensman bound (full data)", "s / step (incl. compile)", "points visited"]
+                      "Hensman bound (full data)", "s / step (incl. compile)", "peak memory, GiB (max over runs)",
+                      "points visited"]
             rows = [["best achievable (noise sd)", "—", f"{truth['noise_std']:.4f}" if truth["noise_std"] else "?",
-                     "0" if truth["standin"] else "?", "—", "—", "—", "—"]]
+                     "0" if truth["standin"] else "?", "—", "—", "—", "—", "—"]]
             for label, runs in runs_by.items():
                 f_col = _pm(_final(runs, "rmse_f"), ".4f") if "curve/rmse_f" in runs[0][0] else "—"
                 rows.append([label, str(len(runs)), _pm(_final(runs, "test_rmse"), ".4f"), f_col, *_common(runs)])

@@ -92,13 +92,15 @@ def test_runs_score_against_the_truth(workspace):
     assert curve[-1] < curve[0]  # the prior's mean (0) is farther from the exact GP than one pass
     svi, smeta = load_npz(root / "runs/msd/svi/seed0.npz")
     assert "elbo" in smeta and np.isfinite(smeta["elbo"]) and "curve/rmse_f" in svi
+    assert 0.1 < smeta["peak_rss_gib"] < 24  # the process's peak: at least the Python/JAX runtime, below the machine
 
 
 def test_reports_and_tracking(workspace):
     root, env = workspace
     text = (root / "table.md").read_text()
     for row in ("| exact GP", "| pmd |", "| svi |", "| best achievable (noise sd) |", "**Stand-in data**", "0.027",
-                "by mean final RMSE to the exact-GP mean", "by mean final test RMSE", "pmd − svi: "):
+                "by mean final RMSE to the exact-GP mean", "by mean final test RMSE",
+                "peak memory, GiB (max over runs)"):
         assert row in text
     assert (root / "figure2.png").stat().st_size > 0 and (root / "figure4.png").stat().st_size > 0
     client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])

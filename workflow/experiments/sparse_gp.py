@@ -20,6 +20,10 @@ Every run is scored against data points visited (the runner's ``eval_every``); o
 predictive mean and variance at every evaluation are kept too (``snapshot/mean``, ``snapshot/var``:
 Figure 4 shows PMD's at iterations 0, 1, 5, 10, 20, 50, 80, so ``gp1d`` evaluates after every step).
 
+Each run file's meta records the process's peak resident set (``peak_rss_gib``, ``getrusage``'s
+``ru_maxrss``: data, method, evaluations and the final bound together), the memory a job of that
+config needs.
+
 JAX runs in float64 in these processes (:func:`_float64`): in float32 the Cholesky factor of
 ``K_mm`` fails for inducing inputs closer than the bandwidth (NaN measured at H.3.1's ``M = 128``,
 σ = 0.03) — the experiment's own processes only, so nothing else changes.
@@ -28,6 +32,7 @@ JAX runs in float64 in these processes (:func:`_float64`): in float32 the Choles
 from __future__ import annotations
 
 import math
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -189,6 +194,7 @@ def run_one(section: dict, label: str, seed: int, data_path: str | Path, out: st
             full = {k: jnp.asarray(v) for k, v in train.items()}
             meta["elbo"] = float(svgp_elbo(model, post.inducing[0], post.chol_k[0], post.loc[0], post.scale[0], full,
                                            len(train["y"]), chunk_rows=ELBO_CHUNK_ROWS))
+        meta["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # kilobytes on Linux
         log_summary(meta)
         if "elbo" in meta:
             mlflow.log_metrics({"elbo": meta["elbo"]})
