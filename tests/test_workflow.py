@@ -4,6 +4,9 @@ and results that are never half-written."""
 import json
 import multiprocessing as mp
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import mlflow
@@ -169,6 +172,24 @@ def test_crashed_run_leaves_no_result_and_a_failed_mlflow_run(tmp_path, store, m
     assert not out.exists() and not list(tmp_path.glob(".out.npz*"))
     client = MlflowClient(store)
     (run,) = client.search_runs([client.get_experiment_by_name("crash").experiment_id])
+    assert run.info.status == "FAILED"
+
+
+def test_a_terminated_process_ends_its_mlflow_run_failed(tmp_path, store):
+    """SIGTERM (a cancelled job) unwinds the run: exit status 143 and the MLflow run FAILED, not
+    RUNNING forever (workflow.cli.end_on_sigterm, which the pmd-bench entry point installs)."""
+    init_store(store, ["terminated"])
+    script = ("import time\nfrom workflow.cli import end_on_sigterm\nfrom workflow.tracking import tracked_run\n"
+              "end_on_sigterm()\n"
+              f"with tracked_run({store!r}, 'terminated', 'r', {{}}):\n"
+              "    print('started', flush=True)\n    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    assert proc.stdout.readline().strip() == "started"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    client = MlflowClient(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("terminated").experiment_id])
     assert run.info.status == "FAILED"
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -190,9 +191,21 @@ def _table1(cfg: dict, args: argparse.Namespace) -> None:
         save_json(args.out, (table1.rate if args.what == "rate" else table1.cost)(part, args.method))
 
 
+def end_on_sigterm() -> None:
+    """Turn SIGTERM (a cancelled Snakemake job, a cluster's time limit) into ``SystemExit(143)``, so
+    the open MLflow run ends FAILED and no half-written result is left (a result file is written
+    atomically at the end), instead of the process dying with its run RUNNING forever. The signal
+    is handled when control returns to Python: between the runner's compiled windows of steps."""
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pmd-bench`` console script."""
     args = _parser().parse_args(argv)
+    end_on_sigterm()
     try:
         cfg = config_mod.load(args.config)
         uri = tracking_uri(cfg["tracking"]["uri"])
