@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from pmd.interface import ConfigError, require_positive_int, step_data
+from pmd.interface import ConfigError, require_positive_int
 from pmd.model import Model
 from pmd.posterior import ParticlePosterior
 from pmd.weights import normalize
@@ -80,19 +80,6 @@ class RetainedChain:
     def posterior(self, state) -> ParticlePosterior:
         """The last ``m`` retained samples, equally weighted."""
         return state.buffer.posterior()
-
-
-class FullDataChain(RetainedChain):
-    """A :class:`RetainedChain` whose transition sweeps the whole data set (the Gibbs samplers): it
-    keeps the ``data`` it was built with and ``wants_data`` (:mod:`pmd.interface`), so the runner
-    passes the data as an argument of its compiled scan; ``_step_impl(key, state, batch, data)``."""
-
-    wants_data = True
-
-    def step(self, key: Array, state, batch: Any, data: Any = None) -> tuple[Any, dict]:
-        """One transition on ``data`` (default: the data set given at construction), after checking the batch."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch, step_data(self, data))
 
 
 def require_burn_in(burn_in: Any, thin: Any, num_steps: Any) -> tuple[int, int, int | None]:

@@ -69,6 +69,19 @@ def step_data(method: Any, data: PyTree) -> PyTree:
     return data
 
 
+class FullDataStep:
+    """Mixin for a method whose step reads the whole data set (built with it as ``data=``): it
+    ``wants_data``, and its ``step`` checks the batch and calls the jitted ``_step(key, state, batch,
+    data)`` with the data a driver passed, else the data it was built with (:func:`step_data`)."""
+
+    wants_data = True
+
+    def step(self, key: Array, state: PyTree, batch: PyTree, data: PyTree = None) -> tuple[PyTree, dict]:
+        """One step on ``data`` (default: the data set given at construction); the batch is checked."""
+        self.model.check_batch(batch)
+        return self._step(key, state, batch, step_data(self, data))
+
+
 def require_positive_int(name: str, value: Any) -> int:
     """Return ``value`` if it is an int ≥ 1, else raise :class:`ConfigError` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -28,11 +28,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from pmd.interface import ConfigError
+from pmd.interface import ConfigError, FullDataStep
 from pmd.models.mixture import WellingTehMixture
 from pmd.posterior import ParticlePosterior
 
-from .._common import FullDataChain, SampleBuffer, require_burn_in, require_common, require_full_data
+from .._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 
@@ -58,7 +58,7 @@ def _check_same_model(model, mixture: WellingTehMixture, data: Array) -> None:
         raise ConfigError(f"the model's prior and likelihood are not those of mixture={mixture}")
 
 
-class MixtureGibbs(FullDataChain):
+class MixtureGibbs(FullDataStep, RetainedChain):
     """Data-augmentation Gibbs sampler for the Welling-Teh mixture (module docstring).
 
     Args:

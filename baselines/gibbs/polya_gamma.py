@@ -44,12 +44,12 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from pmd.interface import ConfigError, require_positive_int
+from pmd.interface import ConfigError, FullDataStep, require_positive_int
 from pmd.model import ModelError
 from pmd.models.logistic import BayesianLogisticRegression, features_and_labels
 from pmd.posterior import ParticlePosterior
 
-from .._common import FullDataChain, SampleBuffer, require_burn_in, require_common, require_full_data
+from .._common import RetainedChain, SampleBuffer, require_burn_in, require_common, require_full_data
 
 Array = jax.Array
 
@@ -93,7 +93,7 @@ class PGGibbsState:
     step: Array  # int32
 
 
-class PolyaGammaGibbs(FullDataChain):
+class PolyaGammaGibbs(FullDataStep, RetainedChain):
     """Pólya-Gamma Gibbs sampler for Bayesian logistic regression (module docstring).
 
     Args:

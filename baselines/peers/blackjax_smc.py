@@ -49,7 +49,7 @@ from blackjax.smc import adaptive_tempered, partial_posteriors_path, resampling
 from blackjax.smc.tempered import TemperedSMCState
 
 from pmd.bandwidth import weighted_cov
-from pmd.interface import ConfigError, require_fraction, require_positive_int, step_data
+from pmd.interface import ConfigError, FullDataStep, require_fraction, require_positive_int
 from pmd.posterior import ParticlePosterior
 from pmd.weights import effective_sample_size, normalize
 
@@ -63,7 +63,7 @@ MAX_INTEGRATION_STEPS = 100  # caps the cost of a move if the step size collapse
 MASS_JITTER = 1e-6  # added to the cloud covariance's diagonal, relative to its mean variance
 
 
-class _HMCMoves:
+class _HMCMoves(FullDataStep):
     """The checks both samplers share and the tuned HMC move (module docstring)."""
 
     def __init__(self, model, data_size: Any, num_particles: Any, data: Any, num_mcmc_steps: Any,
@@ -76,14 +76,6 @@ class _HMCMoves:
             raise ConfigError(f"trajectory_length must be a positive number, got {trajectory_length!r}")
         self.trajectory_length = float(trajectory_length)
         self._hmc = blackjax.hmc.build_kernel()
-
-    wants_data = True  # every step reads the whole data set (pmd.interface)
-
-    def step(self, key: Array, state: Any, batch: Any, data: Any = None) -> tuple[Any, dict]:
-        """One step of the sampler (the subclass's ``_step_impl``) on ``data`` (default: the data set
-        given at construction; :mod:`pmd.interface`); the batch is only checked."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch, step_data(self, data))
 
     def _initial_step_size(self, dtype) -> Array:
         return jnp.asarray(self.model.dim ** -0.25, dtype)

@@ -39,7 +39,7 @@ import optax
 from jax.scipy.special import logsumexp
 
 from pmd.bandwidth import Silverman
-from pmd.interface import require_positive_int, step_data
+from pmd.interface import FullDataStep, require_positive_int
 from pmd.kde import pairwise_sq_distances
 from pmd.posterior import MixturePosterior
 
@@ -104,7 +104,7 @@ class _MixtureVI:
         return MixturePosterior(means, uniform, jnp.exp(0.5 * state.params["log_var"]))
 
 
-class NPV(_MixtureVI):
+class NPV(FullDataStep, _MixtureVI):
     """Full-data NPV: ``L2`` maximised by L-BFGS (GHB12; module docstring).
 
     Args:
@@ -124,20 +124,13 @@ class NPV(_MixtureVI):
         self._log_joint = minibatch_log_joint(self.model, self.data_size)  # on all rows: the full sum
         self._step = jax.jit(self._step_impl)
 
-    wants_data = True  # each step evaluates L2 on every row (pmd.interface)
-
     def objective(self, params: dict, data: Any = None) -> Array:
         """``L2`` on the whole data set (``data``; default: the one given at construction)."""
         data = self.data if data is None else data
         return second_order_elbo(lambda th: self._log_joint(th, data), params)
 
-    def step(self, key: Array, state: NPVState, batch: Any, data: Any = None) -> tuple[NPVState, dict]:
-        """``iterations`` L-BFGS iterations on the full-data ``-L2`` of ``data`` (default: the data set
-        given at construction; :mod:`pmd.interface`); the batch is only checked."""
-        self.model.check_batch(batch)
-        return self._step(key, state, batch, step_data(self, data))
-
     def _step_impl(self, key: Array, state: NPVState, batch: Any, data: Any) -> tuple[NPVState, dict]:
+        """``iterations`` L-BFGS iterations on the full-data ``-L2`` of ``data`` (``step``: pmd.interface.FullDataStep)."""
         def loss(params):
             return -self.objective(params, data)
 
