@@ -3,7 +3,10 @@
 benchmark wrote, verbatim; ``rate.json`` as one sentence), indented like its opening marker.
 
 ``pmd-bench readme`` reads the result files, rewrites the blocks and refreshes the committed
-snapshot of those files (``docs/readme_sources.json``); ``pmd-bench readme --check --sources
+snapshot of those files (``docs/readme_sources.json``); ``pmd-bench readme --block NAME ...`` reads
+only the named blocks' files and takes every other block's from the snapshot, so one experiment's
+table can be refreshed on a checkout that holds none of the other results (``results/`` is not
+committed); ``pmd-bench readme --check --sources
 docs/readme_sources.json`` re-renders the blocks from the snapshot and fails when README.md
 differs, so a number typed by hand into a block, or a block edited without its source, fails
 ``tests/test_readme_generated.py``; so does a measured number typed into the results section's prose
@@ -98,10 +101,27 @@ def read_sources(readme: str, root: Path = ROOT) -> dict[str, str]:
     return out
 
 
-def main(check: bool, sources_path: str | None) -> int:
-    """``pmd-bench readme``: rewrite README.md and the snapshot, or (``check``) report drift."""
+def refreshed_sources(readme: str, snapshot: dict[str, str], names: list[str], root: Path = ROOT) -> dict[str, str]:
+    """``snapshot`` with the source files of the blocks ``names`` read afresh from ``root``; an
+    unknown name or a missing file is an error that names it."""
+    by_name = {m["name"]: m["path"] for m in blocks(readme)}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(f"README.md has no generated block {', '.join(map(repr, unknown))}; "
+                         f"its blocks are: {', '.join(by_name)}")
+    fresh = read_sources("".join(m.group(0) for m in blocks(readme) if m["name"] in names), root)
+    return {path: fresh.get(path, text) for path, text in snapshot.items()} | fresh
+
+
+def main(check: bool, sources_path: str | None, names: list[str] | None = None) -> int:
+    """``pmd-bench readme``: rewrite README.md and the snapshot, or (``check``) report drift;
+    ``names``: refresh only those blocks' sources, the others from the snapshot (module docstring)."""
     readme = README.read_text()
-    sources = json.loads(Path(sources_path).read_text()) if sources_path else read_sources(readme)
+    if names:
+        snapshot = json.loads(Path(sources_path).read_text() if sources_path else SNAPSHOT.read_text())
+        sources = refreshed_sources(readme, snapshot, names)
+    else:
+        sources = json.loads(Path(sources_path).read_text()) if sources_path else read_sources(readme)
     if check:
         bad = drifted(readme, sources)
         if bad:

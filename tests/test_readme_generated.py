@@ -5,6 +5,8 @@ so a number typed into a block, or a block left behind by a changed result, fail
 import json
 import re
 
+import pytest
+
 from reports import readme
 
 SOURCES = json.loads(readme.SNAPSHOT.read_text())
@@ -53,3 +55,17 @@ def test_a_number_typed_into_the_prose_is_caught_and_settings_are_not():
     assert readme.typed_numbers(head + block + clean + tail) == []
     for typed in ["PMD reaches 98.72 accuracy.", "an error 12% lower", "ours is 3.2× faster", "ours is 12x faster"]:
         assert readme.typed_numbers(head + block + clean + typed + "\n" + tail) == [typed]
+
+
+def test_one_block_is_refreshed_from_its_file_and_the_others_from_the_snapshot(tmp_path):
+    text = ("<!-- generated: a from results/a.md -->\nold a\n<!-- /generated: a -->\n"
+            "<!-- generated: b from results/b.md -->\nold b\n<!-- /generated: b -->\n")
+    snapshot = {"results/a.md": "old a\n", "results/b.md": "old b\n"}
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results/a.md").write_text("new a\n")
+    assert readme.refreshed_sources(text, snapshot, ["a"], tmp_path) == {"results/a.md": "new a\n",
+                                                                         "results/b.md": "old b\n"}
+    with pytest.raises(FileNotFoundError, match="'b'.*results/b.md"):
+        readme.refreshed_sources(text, snapshot, ["b"], tmp_path)
+    with pytest.raises(ValueError, match="no generated block 'c'"):
+        readme.refreshed_sources(text, snapshot, ["c"], tmp_path)

@@ -123,6 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("readme", help="rewrite README.md's generated results sections from result files")
     p.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
     p.add_argument("--sources", help="the JSON snapshot of the result files to render from (default: read them)")
+    p.add_argument("--block", nargs="+", metavar="NAME", help="read only these blocks' result files; the others "
+                                                             "come from the snapshot (docs/readme_sources.json)")
 
     p = sub.add_parser("plan", help="a config's jobs per rule and its wall time here, extrapolated from the measured "
                                      "anchors (dry run; runs nothing)")
@@ -276,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "readme":
             from reports import readme
 
-            return readme.main(args.check, args.sources)
+            return readme.main(args.check, args.sources, args.block)
         elif args.verb == "reference" and args.experiment == "sparse_gp":
             if not args.problem:
                 raise ValueError("reference sparse_gp needs --problem (a key of sparse_gp.problems)")
