@@ -254,3 +254,28 @@ def test_smooth_kernel_config_compares_the_kernels_and_nothing_else():
             assert variant == methods["pmd"]
     runs = {(w["method"], int(w["seed"])) for rule, w in plan.dry_run(files) if rule == "mixture_run"}
     assert runs == {(m, s) for m in ("pmd", "pmd_smooth", "pmd_neighbours") for s in range(cfg["mixture"]["seeds"])}
+
+
+def test_a_job_exits_with_mains_code_and_its_output_flushed_without_the_teardown():
+    """``python -m workflow.cli`` leaves through ``exit_without_teardown``: the streams are flushed
+    (piped stdout is block-buffered, so an unflushed line would be lost with ``os._exit``), the exit
+    code is main's, and ``atexit`` handlers (where a native finaliser crashed once) do not run."""
+    script = ("import atexit, logging, sys\nfrom workflow.cli import exit_without_teardown\n"
+              "atexit.register(lambda: print('teardown ran', flush=True))\n"
+              "logging.basicConfig(stream=sys.stderr)\nlogging.getLogger('t').warning('logged')\n"
+              "print('result written')\nprint('to stderr', file=sys.stderr)\nexit_without_teardown(3)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 3
+    assert proc.stdout == "result written\n"
+    assert "logged" in proc.stderr and "to stderr" in proc.stderr
+
+
+def test_the_module_entry_point_returns_mains_exit_code():
+    root = Path(__file__).resolve().parents[1]
+    ok = subprocess.run([sys.executable, "-m", "workflow.cli", "readme", "--check", "--sources",
+                         "docs/readme_sources.json"], capture_output=True, text=True, timeout=300, cwd=root)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "workflow.cli", "readme", "--block", "no-such-block"],
+                         capture_output=True, text=True, timeout=300, cwd=root)
+    assert bad.returncode == 2 and "no generated block 'no-such-block'" in bad.stderr

@@ -36,9 +36,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import signal
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from datasets.errors import DatasetError
 from datasets.settings import resolve_settings
@@ -347,5 +350,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def exit_without_teardown(code: int) -> NoReturn:
+    """Leave the process with ``code`` after flushing the output streams and the logging handlers,
+    without the interpreter's teardown: the way the workflow's jobs (``python -m workflow.cli``) end.
+
+    When :func:`main` returns, every result is written (atomically) and its MLflow run is ended; the
+    teardown only runs native finalisers. One of them segfaulted once (exit 139) after a 52-minute
+    sparse-GP run had written its result (docs/findings.md, 2026-11-25), and Snakemake deletes the
+    output of a job that exits non-zero. Skipped with the teardown: ``atexit`` handlers (MLflow's
+    ends an active run, which :func:`workflow.tracking.tracked_run` has already done).
+    """
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_without_teardown(main())
