@@ -129,6 +129,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--block", nargs="+", metavar="NAME", help="read only these blocks' result files; the others "
                                                              "come from the snapshot (docs/readme_sources.json)")
 
+    p = sub.add_parser("archive", help="keep finished run files in git (archive/) across sessions, or restore them")
+    p.add_argument("action", choices=["save", "restore", "verify"])
+    p.add_argument("paths", nargs="*", help="save: result files under results/; restore, verify: a path prefix "
+                                            "below results/ (default: everything)")
+
     p = sub.add_parser("plan", help="a config's jobs per rule and its wall time here, extrapolated from the measured "
                                      "anchors (dry run; runs nothing)")
     p.add_argument("configfiles", nargs="*", help="the --configfile files, in order (none: the embedded default)")
@@ -194,6 +199,27 @@ def _table1(cfg: dict, args: argparse.Namespace) -> None:
             raise ValueError(f"table1 {args.what} --method {args.method!r}: not in the config's table1.{args.what}.methods "
                              f"({', '.join(part['methods'])})")
         save_json(args.out, (table1.rate if args.what == "rate" else table1.cost)(part, args.method))
+
+
+def _archive(action: str, paths: list[str]) -> int:
+    """``pmd-bench archive`` (:mod:`workflow.archive`)."""
+    from . import archive
+
+    if action == "save":
+        if not paths:
+            raise ValueError("archive save needs the result files to keep")
+        saved = archive.save(paths, archive.RESULTS, archive.ARCHIVE, git_commit())
+        print(f"archived {len(saved)} file(s) in {archive.ARCHIVE} (commit them with git)")
+        return 0
+    if len(paths) > 1:
+        raise ValueError(f"archive {action} takes at most one path prefix, got {len(paths)}")
+    prefix = paths[0] if paths else ""
+    if action == "verify":
+        print(f"{len(archive.verify(archive.ARCHIVE, prefix))} archived file(s) match {archive.MANIFEST}")
+        return 0
+    copied, present = archive.restore(archive.ARCHIVE, archive.RESULTS, prefix)
+    print(f"restored {len(copied)} file(s) into {archive.RESULTS}; {len(present)} already there")
+    return 0
 
 
 def end_on_sigterm() -> None:
@@ -278,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
             html_report.build(cfg, args.config, uri, args.out, git_commit())
             shot = html_report.screenshot(args.out)
             print(f"screenshot: {shot}" if shot else "no chromium on PATH: no screenshot (apt-get install chromium)")
+        elif args.verb == "archive":
+            return _archive(args.action, args.paths)
         elif args.verb == "readme":
             from reports import readme
 
