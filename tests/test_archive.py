@@ -23,6 +23,8 @@ def test_save_then_restore_into_an_empty_results_folder_gives_the_same_bytes(dir
     assert archive.save([run], results, store, "abc123") == ["paper-sgp/sparse_gp/msd/runs/pmd/seed0.npz"]
     entry = json.loads((store / archive.MANIFEST).read_text())["paper-sgp/sparse_gp/msd/runs/pmd/seed0.npz"]
     assert entry["bytes"] == 14 and entry["commit"] == "abc123" and len(entry["sha256"]) == 64
+    assert archive.save([run], results, store, "def456") == []  # same bytes: the first entry stays
+    assert json.loads((store / archive.MANIFEST).read_text())["paper-sgp/sparse_gp/msd/runs/pmd/seed0.npz"] == entry
     fresh = tmp_path / "fresh-results"
     assert archive.restore(store, fresh, "paper-sgp/") == (["paper-sgp/sparse_gp/msd/runs/pmd/seed0.npz"], [])
     assert (fresh / "paper-sgp/sparse_gp/msd/runs/pmd/seed0.npz").read_bytes() == b"run file bytes"

@@ -55,7 +55,8 @@ def _relative(path: Path, results: Path) -> str:
 
 def save(paths: list[str | Path], results: Path, archive: Path, commit: str) -> list[str]:
     """Copy ``paths`` (files under ``results``) into ``archive`` and record them in the manifest;
-    returns their relative paths. A path already archived with other bytes is replaced and its
+    returns the relative paths of those copied. A file archived already with the same bytes keeps
+    its entry (the commit it was first saved at); one archived with other bytes is replaced and its
     entry updated (a rerun of the same seed at a later commit)."""
     manifest = read_manifest(archive)
     saved = []
@@ -63,6 +64,8 @@ def save(paths: list[str | Path], results: Path, archive: Path, commit: str) -> 
         if not path.is_file():
             raise ArchiveError(f"{path}: no such result file")
         rel = _relative(path, results)
+        if rel in manifest and (archive / rel).is_file() and manifest[rel]["sha256"] == sha256_file(path):
+            continue
         with atomic_path(archive / rel) as tmp:
             shutil.copyfile(path, tmp)
         manifest[rel] = {"sha256": sha256_file(path), "bytes": path.stat().st_size, "commit": commit,

@@ -209,7 +209,7 @@ def _archive(action: str, paths: list[str]) -> int:
         if not paths:
             raise ValueError("archive save needs the result files to keep")
         saved = archive.save(paths, archive.RESULTS, archive.ARCHIVE, git_commit())
-        print(f"archived {len(saved)} file(s) in {archive.ARCHIVE} (commit them with git)")
+        print(f"archived {len(saved)} new or changed file(s) of {len(paths)} in {archive.ARCHIVE} (commit them with git)")
         return 0
     if len(paths) > 1:
         raise ValueError(f"archive {action} takes at most one path prefix, got {len(paths)}")
