@@ -63,12 +63,12 @@ def save(paths: list[str | Path], results: Path, archive: Path, commit: str) -> 
     for path in map(Path, paths):
         if not path.is_file():
             raise ArchiveError(f"{path}: no such result file")
-        rel = _relative(path, results)
-        if rel in manifest and (archive / rel).is_file() and manifest[rel]["sha256"] == sha256_file(path):
+        rel, digest = _relative(path, results), sha256_file(path)
+        if rel in manifest and (archive / rel).is_file() and manifest[rel]["sha256"] == digest:
             continue
         with atomic_path(archive / rel) as tmp:
             shutil.copyfile(path, tmp)
-        manifest[rel] = {"sha256": sha256_file(path), "bytes": path.stat().st_size, "commit": commit,
+        manifest[rel] = {"sha256": digest, "bytes": path.stat().st_size, "commit": commit,
                          "saved": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         saved.append(rel)
     with atomic_path(archive / MANIFEST) as tmp:
