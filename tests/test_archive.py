@@ -67,5 +67,10 @@ def test_only_files_under_results_are_archived(dirs, tmp_path):
 
 
 def test_the_committed_archive_matches_its_manifest():
+    """Every listed file has its recorded SHA-256, and every run file in archive/ is listed (an
+    unlisted one would escape the check)."""
     entries = archive.verify(archive.ARCHIVE)
     assert all(archive.ARCHIVE.joinpath(rel).is_file() for rel in entries)
+    on_disk = sorted(p.relative_to(archive.ARCHIVE).as_posix() for p in archive.ARCHIVE.rglob("*")
+                     if p.is_file() and p.name not in {archive.MANIFEST, "README.md"})
+    assert on_disk == entries
