@@ -25,38 +25,47 @@ def test_exact_posterior_has_both_modes(problem):
     assert 0.4 < right < 0.6  # the two modes are the relabelling of each other: nearly ½ each
 
 
-# (given the data, mass tolerance, TV bound as a multiple of the exact-draw floor)
+# (given the data, run-to-run sd of a mode's mass measured over 40 runs, TV bound as a multiple of
+# the exact-draw floor)
 DEFAULT_CASES = {
-    "with_moves": (True, 0.05, 1.5),
-    "streaming": (False, 0.1, 2.0),
+    "with_moves": (True, 0.055, 1.5),
+    "streaming": (False, 0.054, 2.0),
 }
+RUNS = 4
 
 
 @pytest.mark.parametrize("case", list(DEFAULT_CASES))
 def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     """``PMD(model, N, m)`` with its defaults (the robust variant), batch 10, two passes, seeds 0-3:
-    each mode's mass near the exact 0.54 in every run, and the sharp total variation (LOO KDE),
-    averaged over the runs, within a multiple of that of as many exact posterior draws.
+    both modes kept in every run, the mass of the mode θ1 > 0 unbiased, and the sharp total
+    variation (LOO KDE), averaged over the runs, within a multiple of that of as many exact draws.
 
-    Given the data (``data=x``: the default's IBIS moves, ``pmd.rejuvenation.DEFAULT_MOVES``):
-    measured mass errors 0.001-0.009 and total variation 0.10-0.14 against 0.136 for 1000 exact
-    draws; the tolerances are 0.05 (3 binomial sd of a mode's mass at 1000 equally weighted
-    particles, 0.016) and 1.5× the floor (single floor estimates range 0.12-0.2 over seeds).
-    Streaming (no data, no moves): mass errors 0.00-0.06 and total variation 0.13-0.28, held to
-    0.1 (2.5 times the run-to-run spread measured over 20 runs at m = 1500, 0.04 RMS) and 2×
-    (the paper variant on the same settings loses a mode, mass 0.0 or 1.0, about one run in ten)."""
-    given_data, mass_tolerance, tv_factor = DEFAULT_CASES[case]
+    A mode's mass in one run is not a binomial proportion of 1000 independent particles (sd 0.016):
+    resampling and the moves, which do not cross between the modes, correlate the particles, so the
+    balance is set by the early steps. Measured over seeds 0-39 at m = 1000 (exact mass 0.5406):
+    given the data (``data=x``: the default's IBIS moves, ``pmd.rejuvenation.DEFAULT_MOVES``), mean
+    error -0.004, run-to-run sd 0.037 in float32 and 0.055 in float64 (seeds 4-39; mean error
+    -0.003, largest error 0.18); streaming (no data, no moves), float32: mean error 0.004, sd
+    0.054, largest error 0.15 (5% of runs beyond 0.1, the per-run bound this test used before). The
+    tests: every run keeps at least a quarter of the mass on each mode (a lost mode gives < 0.05;
+    in those 116 runs no mode kept less than 0.31), and the mean over the 4 runs lies within 3 standard
+    errors (3 sd / 2, with the larger measured sd) of the exact mass. Total variation given the
+    data: 0.10-0.14 against 0.136 for 1000 exact draws, held to 1.5× the floor (single floor
+    estimates range 0.12-0.2 over seeds); streaming 0.13-0.28, held to 2× (the paper variant on
+    the same settings loses a mode, mass 0.0 or 1.0, about one run in ten)."""
+    given_data, mass_sd, tv_factor = DEFAULT_CASES[case]
     mix, x, true = problem
     exact_right = float(np.exp(np.asarray(true.log_prob))[GRID.points[:, 0] > 0].sum())
     algo = PMD(mix.model(), data_size=len(x), num_particles=1000, **({"data": x} if given_data else {}))
     assert (algo.moves is not None) == given_data
-    tvs = []
-    for seed in range(4):
+    rights, tvs = [], []
+    for seed in range(RUNS):
         post = run(algo, x, jax.random.key(seed), batch_size=10, num_passes=2).posterior
         w, s = np.asarray(post.weights), np.asarray(post.samples)
-        right = w[s[:, 0] > 0].sum()
-        assert abs(right - exact_right) < mass_tolerance, (seed, right, exact_right)
+        rights.append(float(w[s[:, 0] > 0].sum()))
         tvs.append(score(post, true, jax.random.key(100 + seed), 1000)["tv_sharp"])
+    assert all(0.25 < r < 0.75 for r in rights), rights
+    assert abs(np.mean(rights) - exact_right) < 3 * mass_sd / np.sqrt(RUNS), (rights, exact_right)
     exact = floor(true, jax.random.key(7), 1000)["tv_sharp"]
     assert np.mean(tvs) < tv_factor * exact, (tvs, exact)
 
