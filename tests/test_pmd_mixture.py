@@ -48,8 +48,8 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     -0.003, largest error 0.18); streaming (no data, no moves), float32: mean error 0.004, sd
     0.054, largest error 0.15 (5% of runs beyond 0.1, the per-run bound this test used before). The
     tests: every run keeps at least a quarter of the mass on each mode (a lost mode gives < 0.05;
-    in those 116 runs no mode kept less than 0.31), and the mean over the 4 runs lies within 3 standard
-    errors (3 sd / 2, with the larger measured sd) of the exact mass. Total variation on seeds 0-3
+    in those 116 runs no mode kept less than 0.31), and the mean over the 4 runs lies within 3
+    standard errors (3 sd / 2, with the larger measured sd) of the exact mass. Total variation on seeds 0-3
     in float32: 0.12-0.14 given the data and 0.12-0.14 streaming (0.13-0.28 streaming in earlier
     measurements), against 0.136 for 1000 exact draws; held to 1.5× the floor given the data
     (single floor estimates range 0.12-0.2 over seeds) and 2× streaming (the paper variant on the
