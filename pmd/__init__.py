@@ -23,7 +23,7 @@ if "JAX_DEFAULT_MATMUL_PRECISION" not in _os.environ:
 from .algorithm import PMD, PMDState
 from .interface import ConfigError, InferenceMethod
 from .model import Model, ModelError
-from .posterior import GaussianPosterior, KDEPosterior, MixturePosterior, ParticlePosterior, Posterior
+from .posterior import GaussianPosterior, KDEPosterior, MixturePosterior, ParticlePosterior, Posterior, own_draws
 from .runner import RunResult, run, run_batched
 
 __version__ = "0.1.0"
@@ -40,6 +40,7 @@ __all__ = [
     "MixturePosterior",
     "ParticlePosterior",
     "Posterior",
+    "own_draws",
     "RunResult",
     "run",
     "run_batched",

@@ -21,7 +21,7 @@ from jax.scipy.special import logsumexp
 
 from .bandwidth import median_distance, weighted_cov
 from .kde import kde_log_density, pairwise_sq_distances
-from .posterior import GaussianPosterior, Posterior
+from .posterior import GaussianPosterior, Posterior, own_draws
 from .weights import normalize
 
 Array = jax.Array
@@ -172,21 +172,23 @@ def _score_estimates(true: GridPosterior, estimates: dict) -> dict:
 def score(posterior: Posterior, true: GridPosterior, key: Array, num_samples: int = 1500) -> dict:
     """Total variation and cross entropy of a posterior against the gridded truth.
 
-    Keys: ``tv_<est>``/``ce_<est>`` for each estimator (``own`` when the posterior has a density,
-    ``kde_median`` and ``gaussian`` as in H.1, ``kde_loo`` the sharper one), ``tv``/``ce`` the
-    paper's score (the posterior's own density where it has one, else the better of
-    ``kde_median`` and ``gaussian``) and ``tv_sharp``/``ce_sharp`` (the ``kde_loo`` values).
+    Every method is scored the same way, from ``num_samples`` points of its own distribution
+    (:func:`pmd.posterior.own_draws`: a density's draws, or its weighted particles), by the same
+    estimators that :func:`floor` applies to ``num_samples`` exact draws, so a score and its floor
+    are at the same sample size. Keys: ``tv_<est>``/``ce_<est>`` for each estimator
+    (``kde_median`` and ``gaussian`` as in H.1, ``kde_loo`` the sharper one), ``tv``/``ce`` the
+    better of ``kde_median`` and ``gaussian`` (H.1's rule for a method without a density, applied
+    to every method) and ``tv_sharp``/``ce_sharp`` (the ``kde_loo`` values). A posterior with a
+    density also gets ``tv_own``/``ce_own``, its exact density on the grid: H.1's score for such a
+    method, kept as a secondary column since it depends on no sample size.
     """
-    samples, log_w = posterior.weighted_samples(key, num_samples)
+    samples, log_w = own_draws(posterior, key, num_samples)
     estimates = _estimators(samples, log_w)
     if posterior.has_density():
         estimates["own"] = posterior.log_density
     out = _score_estimates(true, estimates)
-    if posterior.has_density():
-        out["tv"], out["ce"] = out["tv_own"], out["ce_own"]
-    else:
-        out["tv"] = min(out["tv_kde_median"], out["tv_gaussian"])
-        out["ce"] = min(out["ce_kde_median"], out["ce_gaussian"])
+    out["tv"] = min(out["tv_kde_median"], out["tv_gaussian"])
+    out["ce"] = min(out["ce_kde_median"], out["ce_gaussian"])
     out["tv_sharp"], out["ce_sharp"] = out["tv_kde_loo"], out["ce_kde_loo"]
     return out
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
 from .kde import kde_log_density, kde_sample, pairwise_sq_distances
-from .weights import categorical_draw, effective_sample_size, normalize
+from .weights import categorical_draw, effective_sample_size, normalize, stratified_draw
 
 Array = jax.Array
 
@@ -201,3 +201,33 @@ class MixturePosterior(ParticlePosterior):
         log_k = -0.5 * sq / var - 0.5 * d * jnp.log(2.0 * math.pi * var)
         out = logsumexp(log_k + (self.log_weights - logsumexp(self.log_weights)), axis=1)
         return out[0] if theta.ndim == 1 else out
+
+
+def own_draws(posterior: Posterior, key: Array, n: int) -> tuple[Array, Array]:
+    """The one yardstick's sample: exactly ``n`` points of ``posterior``'s own distribution,
+    ``(samples (n, d), normalised log-weights (n,))``. Every scorer of the harness calls this, and
+    every floor is computed from ``n`` exact or reference draws, so a method and its floor always
+    meet at the same ``n``:
+
+    * a posterior with a density (a Gaussian, a KDE, a Gaussian mixture such as NPV's): ``n``
+      i.i.d. draws of that density, kernels included, equally weighted. Its centres alone would
+      drop each kernel's spread (NPV's ``σ_i² I``; GHB12 sec. 3) and be scored as too narrow;
+    * weighted particles with exactly ``n`` slots: the particles with their weights, as they are
+      (the weighted empirical measure IS the method's distribution; resampling would only add
+      multinomial noise);
+    * weighted particles with another number of slots: ``n`` points by stratified resampling
+      (Kitagawa 1996; :func:`pmd.weights.stratified_draw`), equally weighted. A method that holds
+      fewer than ``n`` points is scored as what it is: duplicates add no information.
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"own_draws needs n >= 1 draws, got {n}")
+    uniform = jnp.full((n,), -math.log(n))
+    if posterior.has_density():
+        draws = posterior.sample(key, n)
+        return draws, uniform.astype(draws.dtype)
+    samples, log_w = posterior.weighted_samples(key, n)
+    if samples.shape[0] == n:
+        return samples, normalize(log_w)
+    picked = samples[stratified_draw(key, log_w, n)]
+    return picked, uniform.astype(picked.dtype)

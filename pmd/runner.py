@@ -62,14 +62,26 @@ def batch_indices(seed: int, num_data: int, batch_size: int, num_steps: int) -> 
     return np.concatenate(perms)[:need].reshape(num_steps, batch_size)
 
 
+def run_batches(seed: int, num_data: int, batch_size: int, num_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a run that reads exactly ``num_rows`` rows: :func:`batch_indices` cut into
+    ``(num_rows // B, B)`` full batches and a ``(num_rows % B,)`` tail (empty when ``B`` divides
+    ``num_rows``), the run's last and shorter batch. A run of whole passes thus ends exactly at a
+    pass end, where every method's iterate is defined: a full last batch would read up to ``B - 1``
+    rows of the next pass, which PMD's iterate between two pass ends weighs unlike the others."""
+    full, rem = divmod(num_rows, batch_size)
+    rows = batch_indices(seed, num_data, batch_size, full + bool(rem))
+    return rows[:full], rows[full, :rem] if rem else np.zeros((0,), rows.dtype)
+
+
 @dataclass
 class _Plan:
     """What one repetition of a run consumes: its keys and its batches (derived from its key alone)."""
 
     k_init: Array
     k_eval: Array
-    indices: np.ndarray
-    step_keys: Array
+    indices: np.ndarray  # (full steps, batch_size)
+    tail: np.ndarray     # (rows of the last, shorter step,) or empty
+    step_keys: Array     # one per step, the tail's included
 
 
 def _plan(method: InferenceMethod, data: Any, key: Array, batch_size: int, num_passes: float) -> _Plan:
@@ -80,11 +92,13 @@ def _plan(method: InferenceMethod, data: Any, key: Array, batch_size: int, num_p
     require_positive_int("batch_size", batch_size)
     if not num_passes > 0:
         raise ConfigError(f"num_passes must be positive, got {num_passes!r}")
-    num_steps = max(1, math.ceil(num_passes * num_data / batch_size))
+    if batch_size > num_data:
+        raise ConfigError(f"batch_size={batch_size} is larger than the data set's {num_data} rows")
+    num_rows = math.ceil(num_passes * num_data - 1e-9 * num_data)  # whole rows; no float fuzz past a pass end
     k_init, k_data, k_steps, k_eval = jax.random.split(key, 4)
     seed = int(jax.random.randint(k_data, (), 0, 2**31 - 1))
-    return _Plan(k_init, k_eval, batch_indices(seed, num_data, batch_size, num_steps),
-                 jax.random.split(k_steps, num_steps))
+    indices, tail = run_batches(seed, num_data, batch_size, num_rows)
+    return _Plan(k_init, k_eval, indices, tail, jax.random.split(k_steps, len(indices) + bool(len(tail))))
 
 
 def run(
@@ -105,7 +119,9 @@ def run(
         data: an array or pytree of arrays whose leading axis indexes data points.
         key: the PRNG key of the whole run (initialisation, batches, steps, evaluations).
         batch_size: data points per step.
-        num_passes: passes over the data (fractions allowed).
+        num_passes: passes over the data (fractions allowed): the run reads exactly
+            ``⌈num_passes · N⌉`` rows, its last step on a shorter batch where ``batch_size`` does not
+            divide that (:func:`run_batches`), so a run of whole passes ends at a pass end.
         eval_every: evaluate ``evaluate(posterior, key)`` every this many data points visited
             (and at 0 and at the end); None evaluates only at the end.
         evaluate: returns a mapping of metric names to floats; the step's ``info`` values (e.g.
@@ -182,19 +198,25 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
            evaluate, loggers) -> list[RunResult]:
     """The loop shared by :func:`run` (one plan, no ``vmap``) and :func:`run_batched` (stacked plans)."""
     device_data = jax.tree_util.tree_map(jnp.asarray, data)
-    num_steps = len(plans[0].indices)
+    num_full, tail_rows = len(plans[0].indices), len(plans[0].tail)
+    num_steps = num_full + bool(tail_rows)
 
     advance = stepper(method, batched)
     if batched:
         state = jax.vmap(method.init)(jnp.stack([p.k_init for p in plans]))
         step_keys = jnp.stack([p.step_keys for p in plans])
         indices = np.stack([p.indices for p in plans])
-        window = lambda a, b: (step_keys[:, a:b], indices[:, a:b])  # noqa: E731
+        tails = np.stack([p.tail for p in plans])[:, None]
         piece = lambda tree, i: jax.tree_util.tree_map(lambda x: x[i], tree)  # noqa: E731
     else:
         state = method.init(plans[0].k_init)
-        window = lambda a, b: (plans[0].step_keys[a:b], plans[0].indices[a:b])  # noqa: E731
+        step_keys, indices, tails = plans[0].step_keys, plans[0].indices, plans[0].tail[None]
         piece = lambda tree, i: tree  # noqa: E731
+    at = (slice(None),) if batched else ()
+
+    def window(a: int, b: int):
+        """Steps ``a`` to ``b``: full batches, or the last step alone on the tail (:func:`run_batches`)."""
+        return step_keys[(*at, slice(a, b))], (indices[(*at, slice(a, b))] if a < num_full else tails)
 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
     n = len(plans)
@@ -221,7 +243,8 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
             record(i, {})
     progress = tqdm(total=num_steps, desc=type(method).__name__, unit=" steps", mininterval=1.0)
     while done < num_steps:
-        k = min(per_eval, num_steps - done)
+        k = min(per_eval - done % per_eval, num_full - done) if done < num_full else 1
+        rows = k * batch_size if done < num_full else tail_rows
         t0 = time.perf_counter()
         state, info = advance(state, *window(done, done + k), device_data)
         jax.block_until_ready(state)
@@ -232,8 +255,8 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
         for i in range(n):
             mine = piece(info, i)
             infos[i].append(mine)
-            visited[i] += int(np.sum(mine["visited"])) if "visited" in mine else k * batch_size
-            if eval_every is not None or done == num_steps:
+            visited[i] += int(np.sum(mine["visited"])) if "visited" in mine else rows
+            if (eval_every is not None and done % per_eval == 0) or done == num_steps:
                 record(i, {name: float(np.asarray(v)[-1]) for name, v in mine.items() if np.ndim(v) == 1})
     progress.close()
     results = []

@@ -1,7 +1,9 @@
 """The posteriordb table and heat map: every method against every reference posterior, from result files.
 
 Rows are posteriors, columns the reference floor (:func:`workflow.experiments.posteriordb.make_floor`:
-the last reference chain scored against the others) and the methods. The accuracy table's cells
+``n`` draws of the last reference chain scored against the others) and the methods, each scored
+from ``n`` draws of its own distribution (the table states ``n``; a run scored at another ``n``
+than its floor is refused). The accuracy table's cells
 are ``max_k |mean error_k| / max_k |log σ_{q,k}/σ_k|`` (:class:`pmd.sample_metrics.SampleReference`:
 the worst coordinate's posterior-mean error in reference standard deviations and log standard
 deviation ratio), averaged over the seeds that succeeded; a failed run is marked and its reason
@@ -49,7 +51,8 @@ def collect(floor_files: list[str | Path], run_files: list[str | Path]) -> dict:
     posteriors = {}
     for path in floor_files:
         floor = json.loads(Path(path).read_text())
-        posteriors[floor["posterior"]] = {**{k: floor[k] for k in ("num_data", "dim", "iid", "chains", "draws")},
+        posteriors[floor["posterior"]] = {**{k: floor[k] for k in ("num_data", "dim", "iid", "chains", "draws",
+                                                                    "floor_samples")},
                                           "floor": floor["floor"], "methods": {}}
     runs: dict[tuple[str, str], list[dict]] = {}
     budgets = {}
@@ -58,7 +61,11 @@ def collect(floor_files: list[str | Path], run_files: list[str | Path]) -> dict:
         if meta["posterior"] not in posteriors:
             raise ValueError(f"{path}: posterior {meta['posterior']!r} has no floor file among --data")
         runs.setdefault((meta["posterior"], meta["method"]), []).append(meta)
-        budget = {k: meta["params"][k] for k in ("num_passes", "steps_per_pass", "num_steps")}
+        n = posteriors[meta["posterior"]]["floor_samples"]
+        if meta["params"]["eval_samples"] != n:
+            raise ValueError(f"{path}: scored from {meta['params']['eval_samples']} draws, but the floor of "
+                             f"{meta['posterior']} from {n}: a score and its floor must be at the same sample size")
+        budget = {k: meta["params"][k] for k in ("num_passes", "steps_per_pass")}
         if budgets.setdefault(meta["method"], budget) != budget:
             raise ValueError(f"{path}: method {meta['method']!r} ran with the budget {budget} here and "
                              f"{budgets[meta['method']]} elsewhere: a table compares runs of one budget")
@@ -79,12 +86,19 @@ def _budget_line(summary: dict) -> str:
     """The data budget in words, one clause per distinct setting (a method entry may override it)."""
     groups: dict[tuple, list[str]] = {}
     for method, b in summary["budgets"].items():
-        groups.setdefault((b["num_passes"], b["steps_per_pass"], b["num_steps"]), []).append(method)
-    clauses = [f"{steps} steps ({passes} passes × {per} steps per pass) of ⌈N/{per}⌉ points"
+        groups.setdefault((b["num_passes"], b["steps_per_pass"]), []).append(method)
+    clauses = [f"{passes} whole passes in batches of ⌈N/{per}⌉ points (about {per} steps per pass)"
                + (f" for {', '.join(methods)}" if len(groups) > 1 else "")
-               for (passes, per, steps), methods in groups.items()]
-    return ("Data budget: " + "; ".join(clauses) + " per run, the same on every posterior (N < steps per pass: "
-            "batches of 1 point and more passes; a non-i.i.d. posterior is one datum, N = 1).")
+               for (passes, per), methods in groups.items()]
+    return ("Data budget: " + "; ".join(clauses) + " per run, the same rule on every posterior; every run ends at "
+            "a pass end (N < steps per pass: batches of 1 point and ⌈passes × steps per pass / N⌉ passes; a "
+            "non-i.i.d. posterior is one datum, N = 1).")
+
+
+def _samples(posteriors: dict) -> str:
+    """The scoring sample size ``n`` of the table (one number; several, listed, if posteriors differ)."""
+    sizes = sorted({p["floor_samples"] for p in posteriors.values()})
+    return ", ".join(map(str, sizes))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -136,7 +150,9 @@ def tables(summary: dict) -> str:
     lines = [
         "# Methods against posteriordb's reference posteriors",
         "",
-        _budget_line(summary) + f" {runs} seed(s) per cell; metrics are the mean over the seeds that succeeded.",
+        _budget_line(summary) + f" {runs} seed(s) per cell; metrics are the mean over the seeds that succeeded. "
+        f"Every method and the floor are scored from n = {_samples(posteriors)} draws of their own distribution "
+        "(the floor: held-out reference draws).",
         "",
         "## max |mean error| / max |log sd ratio| (worst coordinate, in reference sd; lower is better)",
         "",

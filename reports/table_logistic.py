@@ -33,7 +33,8 @@ def rows(reference_path: str | Path, run_files: list[str | Path]) -> list[list[s
     header = ["method", "runs", "test accuracy (%)", "test log-lik", "mean error (sd)", "energy", "sliced W2",
               "log σ_q/σ_ref", "µs / point visited (incl. compile)", "points visited"]
     floor, pred = ref["floor"], ref["predictive"]
-    out = [header, ["NUTS reference (held-out chain)", str(ref["diagnostics"]["chains"]),
+    n = ref.get("floor_samples", ref["params"]["draws"])  # references before the floor had its own n: the whole chain
+    out = [header, [f"NUTS reference (n = {n} held-out draws)", str(ref["diagnostics"]["chains"]),
                     f"{100 * (1 - pred['test_error']):.2f}", f"{pred['test_loglik']:.4f}",
                     f"{floor['mean_error']:.3f}", f"{floor['energy']:.4f}", f"{floor['sliced_w2']:.3f}",
                     f"{floor['log_std_ratio']:+.3f}", "—", "—"]]

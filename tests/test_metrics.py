@@ -32,12 +32,18 @@ def test_tv_of_disjoint_densities_is_one():
     assert float(total_variation(true, shifted.log_density(jnp.asarray(GRID.points)))) == pytest.approx(1.0, abs=1e-3)
 
 
-def test_gaussian_posterior_scores_near_zero_and_its_own_density_is_used():
+def test_gaussian_posterior_is_scored_from_its_draws_as_exact_draws_are():
+    """The exact posterior as a Gaussian: its own density scores ~0 (``tv_own``), and ``tv`` comes
+    from 1500 of its draws by the floor's estimators, so it matches the floor of 1500 exact draws
+    up to Monte Carlo spread (two independent n = 1500 samples: TV within 0.02 of each other,
+    about four times the spread of a Gaussian fit's TV at that n)."""
     true = gaussian_truth(0.7)
     post = GaussianPosterior(jnp.zeros(2), 0.7 * jnp.eye(2))
     s = score(post, true, jax.random.key(0), num_samples=1500)
-    assert s["tv"] == s["tv_own"] and s["tv"] < 1e-3
-    assert s["ce"] == pytest.approx(float(entropy(true)), abs=1e-3)
+    assert s["tv_own"] < 1e-3
+    assert s["ce_own"] == pytest.approx(float(entropy(true)), abs=1e-3)
+    f = floor(true, jax.random.key(1), 1500)
+    assert s["tv"] == pytest.approx(f["tv"], abs=0.02) and s["tv"] > 1e-3
 
 
 def test_floor_orders_the_estimators():

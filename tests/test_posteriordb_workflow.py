@@ -93,7 +93,7 @@ def test_runs_floor_and_report(workspace):
     arrays, meta = load_npz(_run_file(root, "smc"))
     assert meta["status"] == "ok" and meta["error"] is None
     assert meta["params"]["batch_size"] == 44 and meta["num_steps"] == 10  # ⌈434/10⌉ points, 1 x 10 steps
-    assert meta["params"]["budget_points"] == 440 and meta["visited"] == 434  # one-pass SMC reads each point once
+    assert meta["params"]["budget_points"] == 434 and meta["visited"] == 434  # one whole pass; one-pass SMC reads each point once
     assert list(arrays["visited"]) == [0, 434]  # the prior, then once per steps_per_pass steps
     assert all(math.isfinite(meta["final"][k]) for k in posteriordb.METRICS)
     assert meta["final"]["mean_error_max"] >= meta["final"]["mean_error"] - 1e-6
@@ -114,8 +114,8 @@ def test_runs_floor_and_report(workspace):
     assert run_cli("report", "posteriordb", "--data", str(floor), "--runs", str(_run_file(root, "smc")),
                    str(_run_file(root, "sgld_diverges")), "--out", str(table), "--figure", str(figure)) == 0
     text = table.read_text()
-    assert "10 steps (1 passes × 10 steps per pass)" in text
-    assert f"| {POSTERIOR} (N=434, d=3) |" in text and "| failed [1] |" in text and "[1] 4 of 4" in text
+    assert "1 whole passes in batches of ⌈N/10⌉ points" in text and "n = 100 draws" in text
+    assert f"| {POSTERIOR} (N=434, d=3) |" in text and "| failed [1] |" in text and "[1] 100 of 100" in text
     within = int(meta["final"]["mean_error_max"] <= 0.5 and meta["final"]["log_std_ratio_max"] <= 0.3)
     assert f"| **i.i.d. within 0.5 / 0.3** | 1/1 | 0/1 | {within}/1 |" in text  # floor, sgld_diverges, smc
     summary = json.loads(table.with_suffix(".json").read_text())

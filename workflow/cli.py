@@ -321,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
                                            _experiment_name(cfg, args.experiment))
             print(json.dumps({"diagnostics": meta["diagnostics"], "floor": meta["floor"]}, indent=1))
         elif args.verb == "floor":
-            floor = posteriordb.make_floor(args.posterior, args.out, resolve_settings(cfg["datasets"]))
+            floor = posteriordb.make_floor(args.posterior, args.out, cfg["posteriordb"]["eval_samples"],
+                                          resolve_settings(cfg["datasets"]))
             print(json.dumps(floor["floor"], indent=1))
         elif args.verb == "rate":
             from reports import rate as rate_report

@@ -25,7 +25,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ..model import Model, ModelError, gaussian_log_density
-from ..posterior import Posterior
+from ..posterior import Posterior, own_draws
 from ..weights import normalize
 
 Array = jax.Array
@@ -127,11 +127,11 @@ def predictive_log_prob(samples: Array, log_weights: Array, x: Array, y: Array) 
 def predictive_scores(posterior: Posterior, data: dict, key: Array, num_samples: int = 1000) -> dict[str, float]:
     """Test error and mean test log-likelihood of ``posterior``'s predictive (module docstring).
 
-    Particle posteriors use their own weighted samples; a density-only posterior (a Gaussian)
-    contributes ``num_samples`` draws. A posterior with non-finite samples scores NaN (not a
-    spurious zero error).
+    The predictive averages over ``num_samples`` points of the posterior's own distribution
+    (:func:`pmd.posterior.own_draws`, the one yardstick: a mixture's or a KDE's draws include their
+    kernels). A posterior with non-finite samples scores NaN (not a spurious zero error).
     """
-    samples, log_w = posterior.weighted_samples(key, num_samples)
+    samples, log_w = own_draws(posterior, key, num_samples)
     log_p = predictive_log_prob(samples, log_w, jnp.asarray(data["x"]), jnp.asarray(data["y"]))
     error = jnp.where(jnp.any(jnp.isnan(log_p)), jnp.nan, jnp.mean(log_p <= jnp.log(0.5)))
     return {"test_error": float(error), "test_loglik": float(jnp.mean(log_p))}

@@ -6,9 +6,10 @@ The data are a prepared classification file of :mod:`datasets` (``X_train``, ``y
 * :func:`make_reference`: the NUTS reference posterior on the training rows the comparison uses
   (PyMC model, NumPyro NUTS, ArviZ gate: :mod:`workflow.reference`; with ``reference.metric:
   laplace``, NumPyro's NUTS on :func:`reference_log_density` with the Laplace covariance as its
-  fixed metric, for the paper-scale reference on a CPU). The last chain is held out: its draws
-  scored against the other chains give the floor of each sample-based distance (what exact draws
-  score); the reference's own predictive test scores are recorded too. Run it in its
+  fixed metric, for the paper-scale reference on a CPU). The last chain is held out:
+  ``eval_samples`` of its draws scored against the other chains give the floor of each
+  sample-based distance at the sample size every method is scored from
+  (:func:`pmd.sample_metrics.reference_floor`); the reference's own predictive test scores are recorded too. Run it in its
   own process: PyMC's JAX sampler turns on float64.
 * :func:`run_one`: one method, one seed; at every evaluation the test error and test
   log-likelihood of the posterior predictive (:func:`pmd.models.logistic.predictive_scores`) and
@@ -34,7 +35,7 @@ import numpy as np
 
 from pmd import ParticlePosterior
 from pmd.models.logistic import BayesianLogisticRegression, labelled, predictive_scores
-from pmd.sample_metrics import SampleReference
+from pmd.sample_metrics import SampleReference, reference_floor
 
 from .. import methods
 from ..repetitions import Prepared, run_seeds
@@ -108,15 +109,14 @@ def compute_reference(cfg: dict, data_path: str | Path) -> tuple[dict[str, np.nd
     diagnostics = check_convergence(idata, "w", max_rhat=ref_cfg["max_rhat"], min_ess=ref_cfg["min_ess"])
     draws = np.asarray(idata.posterior["w"].values, np.float32)  # (chains, draws, d)
     reference, held_out = draws[:-1].reshape(-1, draws.shape[-1]), draws[-1]
-    floor = SampleReference(reference).score(held_out, np.zeros(len(held_out), np.float32),
-                                             jax.random.key(ref_cfg["seed"]))
+    floor = reference_floor(draws, cfg["eval_samples"], jax.random.key(ref_cfg["seed"]))
     predictive = predictive_scores(ParticlePosterior.equally_weighted(jnp.asarray(reference)), test,
                                    jax.random.key(ref_cfg["seed"]))
     if "laplace_mode" in idata.attrs:  # how far the chain went from the approximation that preconditioned it
         all_draws = draws.reshape(-1, draws.shape[-1])
         diagnostics["laplace_mean_error"] = float(np.max(np.abs(np.asarray(idata.attrs["laplace_mode"])
                                                                 - all_draws.mean(0)) / all_draws.std(0)))
-    meta = {"diagnostics": diagnostics, "floor": floor, "predictive": predictive, "seconds": seconds,
+    meta = {"diagnostics": diagnostics, "floor": floor, "floor_samples": cfg["eval_samples"], "predictive": predictive, "seconds": seconds,
             "num_data": len(train["y"]), "dim": int(draws.shape[-1]), "params": params,
             "platform": jax.devices()[0].platform}
     return {"draws": reference, "held_out": held_out}, meta
@@ -148,7 +148,10 @@ def prepare(cfg: dict, label: str, data_path: str | Path, reference: str | Path 
     spec, settings = methods.split_spec(label, spec, cfg)
     train, test = load_data(data_path, train_rows)
     num_steps = max(1, math.ceil(settings["num_passes"] * len(train["y"]) / settings["batch_size"]))
-    ref_arrays, _ = load_npz(reference)
+    ref_arrays, ref_meta = load_npz(reference)
+    if ref_meta.get("floor_samples") != cfg["eval_samples"]:
+        raise ValueError(f"the reference {reference} has its floor at {ref_meta.get('floor_samples')} draws, the "
+                         f"methods are scored from eval_samples={cfg['eval_samples']}: recompute the reference")
     ref = SampleReference(ref_arrays["draws"])
     if ref.draws.shape[1] != train["x"].shape[1]:
         raise ValueError(f"the reference {reference} has d={ref.draws.shape[1]}, the data d={train['x'].shape[1]}")

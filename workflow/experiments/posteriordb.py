@@ -2,13 +2,15 @@
 
 Every method runs on every posterior under ONE rule, nothing tuned per posterior:
 
-* the method takes ``num_steps = ⌈num_passes · steps_per_pass⌉`` steps on every posterior, each
-  on a batch of ``B = ⌈N / steps_per_pass⌉`` data points: ``num_steps · B / N ≥ num_passes``
-  passes over the data (5.8 rather than 5 for ``N = 434``); with ``N < steps_per_pass``, ``B = 1``
-  and ``num_steps / N`` passes; a non-i.i.d. posterior (its data set is ONE datum, ``N = 1``)
-  gets ``num_steps`` full-likelihood steps. Fixing the step count rather than the passes keeps
-  every method's iteration budget the same: ``num_passes`` passes of an ``N = 1`` data set
-  would be ``num_passes`` steps, too few for any iterative method;
+* the method reads exactly ``P`` whole passes over the data in batches of ``B = ⌈N /
+  steps_per_pass⌉`` data points, the last batch shorter where ``B`` does not divide ``P·N``
+  (:func:`pmd.runner.run_batches`), so every run ends at a pass end, where each method's iterate is
+  defined: PMD's between two pass ends is not the posterior (rows of a partial pass weigh unlike
+  the others; ending mid-pass overstated PMD's kidiq error 3-5 times). ``P = num_passes`` when
+  ``N ≥ steps_per_pass``; a smaller data set (``B = 1``) gets ``P = ⌈num_passes · steps_per_pass /
+  N⌉`` passes, about ``num_passes · steps_per_pass`` steps, so that a non-i.i.d. posterior (its
+  data set is ONE datum, ``N = 1``) gets that many full-likelihood steps, not ``num_passes``
+  (too few for any iterative method);
 * a method's config entry may override ``batch_size``, ``num_passes`` and ``eval_every`` (as in the
   other experiments, :func:`workflow.methods.split_spec`), and ``steps_per_pass``.
 
@@ -20,8 +22,9 @@ whose final weighted samples are not finite, or whose method raises, is recorded
 metrics and the reason in the result file and in MLflow (run status FAILED), and the job still
 succeeds so that the table shows the failed cell.
 
-:func:`make_floor` scores the last reference chain against the other chains: the floor of each
-distance (what independent exact draws would score, up to the chains' autocorrelation).
+:func:`make_floor` scores ``eval_samples`` draws of the last reference chain against the other
+chains: the floor of each distance at the sample size every method is scored from (what that many
+independent exact draws would score, up to the chains' autocorrelation).
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ import mlflow
 import numpy as np
 
 from datasets.settings import Settings
-from pmd import RunResult, run
+from pmd import RunResult, own_draws, run
 from pmd.models.posteriordb import PosteriordbProblem, load_problem, reference_draws
-from pmd.sample_metrics import SampleReference
+from pmd.sample_metrics import SampleReference, reference_floor
 
 from .. import methods
 from ..results import save_json, save_npz
@@ -54,39 +57,42 @@ def budget(section: dict, label: str, spec: dict, num_data: int) -> tuple[dict, 
     """The module docstring's rule: ``(spec, run settings)`` for a method entry on ``num_data`` points.
 
     The settings hold ``batch_size``, ``num_steps``, ``eval_every``, ``steps_per_pass`` and
-    ``num_passes`` (the entry's or the section's), the data budget ``budget_points`` (points fed to
-    the method) and ``budget_passes`` (the same in passes over the data).
+    ``num_passes`` (the entry's or the section's; a whole number), the data budget ``budget_points``
+    (points fed to the method) and ``budget_passes`` (the same in passes over the data, whole).
     """
     spec = dict(spec)
     steps_per_pass = spec.pop("steps_per_pass", section["steps_per_pass"])
     defaults = {"batch_size": math.ceil(num_data / steps_per_pass), "num_passes": section["num_passes"],
                 "eval_every": None}
     spec, settings = methods.split_spec(label, spec, defaults)
+    if settings["num_passes"] != int(settings["num_passes"]) or settings["num_passes"] < 1:
+        raise ValueError(f"posteriordb: {label}'s num_passes={settings['num_passes']!r} must be a whole number "
+                         "of passes (a run that ends mid-pass stops PMD between its pass-end moves)")
     batch = settings["batch_size"]
-    num_steps = math.ceil(settings["num_passes"] * steps_per_pass)
-    return spec, {**settings, "steps_per_pass": steps_per_pass, "num_steps": num_steps,
+    passes = int(settings["num_passes"]) if num_data >= steps_per_pass else math.ceil(
+        settings["num_passes"] * steps_per_pass / num_data)
+    return spec, {**settings, "steps_per_pass": steps_per_pass, "num_steps": math.ceil(passes * num_data / batch),
                   "eval_every": settings["eval_every"] or steps_per_pass * batch,
-                  "budget_points": num_steps * batch, "budget_passes": num_steps * batch / num_data}
+                  "budget_points": passes * num_data, "budget_passes": passes}
 
 
 def run_budgeted(method, data, settings: dict, key, evaluate, logger=None, eval_every: int | None = None) -> RunResult:
-    """:func:`pmd.run` for exactly ``settings["num_steps"]`` steps of ``settings["batch_size"]``
-    (the budget of :func:`budget`), evaluating every ``eval_every`` points (default the settings')."""
-    num_data = int(jax.tree_util.tree_leaves(data)[0].shape[0])
-    # half a step short of num_steps: the runner's ⌈passes·N/B⌉ is then num_steps exactly
-    return run(method, data, key, batch_size=settings["batch_size"],
-               num_passes=(settings["num_steps"] - 0.5) * settings["batch_size"] / num_data,
+    """:func:`pmd.run` for exactly ``settings["budget_passes"]`` passes in batches of
+    ``settings["batch_size"]`` (the budget of :func:`budget`), evaluating every ``eval_every``
+    points (default the settings')."""
+    return run(method, data, key, batch_size=settings["batch_size"], num_passes=settings["budget_passes"],
                eval_every=eval_every or settings["eval_every"], evaluate=evaluate, logger=logger)
 
 
 def constrained_samples(problem: PosteriordbProblem, posterior, key, num_samples: int) -> tuple[Any, Any, str | None]:
-    """The posterior's weighted samples on the reference draws' scale: ``(samples, log_weights, failure)``.
+    """``num_samples`` points of the posterior's own distribution (:func:`pmd.posterior.own_draws`)
+    on the reference draws' scale: ``(samples, log_weights, failure)``.
 
     ``failure`` (None when the sample is usable) says why it is not: non-finite log-weights, or
     samples of positive weight that are not finite once constrained. Samples of zero weight (unused
     slots) are zeroed so that they cannot poison the weighted sums.
     """
-    thetas, log_w = posterior.weighted_samples(key, num_samples)
+    thetas, log_w = own_draws(posterior, key, num_samples)
     samples, log_w = problem.constrain(thetas), jnp.asarray(log_w, jnp.float32)
     weighted = log_w > -jnp.inf
     if bool(jnp.any(jnp.isnan(log_w))) or not bool(jnp.any(weighted)):
@@ -169,17 +175,20 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
     return meta
 
 
-def make_floor(posterior: str, out: str | Path, data_settings: Settings | None = None, seed: int = 0) -> dict:
-    """Score the last reference chain against the other chains pooled, write the JSON to ``out``.
+def make_floor(posterior: str, out: str | Path, num_samples: int, data_settings: Settings | None = None,
+               seed: int = 0) -> dict:
+    """Score ``num_samples`` draws of the last reference chain against the other chains pooled
+    (:func:`pmd.sample_metrics.reference_floor`), write the JSON to ``out``.
 
-    Returns ``{"posterior", "floor": {metric: value}, "chains", "draws", "columns", "num_data",
-    "iid", "dim"}``: the floor is what held-out draws of the reference posterior score.
+    ``num_samples`` is the section's ``eval_samples``, the number every method is scored from.
+    Returns ``{"posterior", "floor": {metric: value}, "floor_samples", "chains", "draws", "columns",
+    "num_data", "iid", "dim"}``: the floor is what that many held-out reference draws score.
     """
     problem = load_problem(posterior, data_settings)
     draws = reference_draws(problem, data_settings)
-    floor = SampleReference(draws[:-1].reshape(-1, draws.shape[-1])).score(
-        draws[-1], np.zeros(draws.shape[1], np.float32), jax.random.key(seed))
-    summary = {"posterior": posterior, "floor": floor, "chains": int(draws.shape[0]), "draws": int(draws.shape[1]),
+    floor = reference_floor(draws, num_samples, jax.random.key(seed))
+    summary = {"posterior": posterior, "floor": floor, "floor_samples": int(num_samples),
+               "chains": int(draws.shape[0]), "draws": int(draws.shape[1]),
                "columns": list(problem.columns), "iid": problem.iid, "dim": problem.model.dim,
                "num_data": int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])}
     save_json(out, summary)
