@@ -63,6 +63,8 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
         assert list(arrays["visited"]) == [0, 40, 60], method  # evaluations every 40 documents, and the end
         assert arrays["top_words"].shape == (3, 10)
         assert meta["final"]["log_perplexity"] < 3.4  # log W = 3.40: better than a uniform guess
+        assert meta["final"]["log_perplexity_common"] < 3.4 and meta["fold_in"]["sweeps"] == [6, 12, 24]
+        assert meta["fold_in"]["log_perplexity"][-1] == meta["final"]["log_perplexity_common"]
         runs.append(str(out))
 
     client = MlflowClient(store)
@@ -84,7 +86,8 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
     text = table.read_text()
     assert all(f"| {m} | 1 |" in text for m in ("pmd", "sklearn", "svi_hoffman"))
     assert "against sklearn at equal K" in text and "Paper (Dai et al. 2016" in text
-    assert "Ordering here, by mean final log-perplexity" in text and "At the first evaluation (40 documents" in text
+    assert "Ordering here, by mean final log-perplexity (one estimator)" in text
+    assert "At the first evaluation (40 documents" in text and "over the fold-in ladder [6, 12, 24]" in text
     assert panel.stat().st_size > 10_000
     assert cli.main(["--config", str(config), "report", "figure5", "--data", str(corpus), "--runs", runs[0],
                      "--out", str(fig5)]) == 0
@@ -112,13 +115,16 @@ def test_mean_difference_and_ordering_by_hand():
 
     def runs(*finals, start=7.5):
         return [({"visited": np.array([0, 100, 200]), "curve/log_perplexity": np.array([8.0, start, f])},
-                 {"final": {"log_perplexity": f}}) for f in finals]
+                 {"final": {"log_perplexity": f + 0.5, "log_perplexity_common": f}}) for f in finals]
 
     notes = lda_report.ordering_notes({"svi": runs(7.3, 7.5, start=7.4), "pmd": runs(7.1, 7.3), "sgrld": runs(7.6)})
-    assert notes[0] == ("Ordering here, by mean final log-perplexity (lower is better): "
+    assert notes[0] == ("Ordering here, by mean final log-perplexity (one estimator) (lower is better): "
                         "pmd (7.2000) < svi (7.4000) < sgrld (7.6000).")
-    assert notes[1] == "At the first evaluation (100 documents visited): svi (7.4000) < pmd (7.5000) < sgrld (7.5000)."
-    assert notes[2].startswith("pmd − svi: -0.2000 ± 0.1414 nats") and notes[3].startswith("pmd − sgrld: -0.4000 ± 0.1000")
+    assert notes[1].startswith("Ordering here, by mean final log-perplexity (H.4's per-family estimator)")
+    assert "pmd (7.7000) < svi (7.9000)" in notes[1]
+    assert notes[2] == ("At the first evaluation (100 documents visited, H.4's estimator): "
+                        "svi (7.4000) < pmd (7.5000) < sgrld (7.5000).")
+    assert notes[3].startswith("pmd − svi: -0.2000 ± 0.1414 nats") and notes[4].startswith("pmd − sgrld: -0.4000 ± 0.1000")
 
 
 def test_grid_table_shows_the_best_points_and_writes_every_point_beside(tmp_path):

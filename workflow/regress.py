@@ -62,7 +62,7 @@ METRICS = {
     "logistic": ("test_error", "test_loglik", "mean_error", "energy", "sliced_w2", "log_std_ratio"),
     "posteriordb": ("mean_error", "mean_error_max", "log_std_ratio_max"),
     "sparse_gp": ("test_rmse", "rmse_f", "rmse_exact", "var_ratio"),
-    "lda": ("log_perplexity", "topic_hellinger"),
+    "lda": ("log_perplexity", "log_perplexity_common", "topic_hellinger"),
 }
 RATE_FILE = "figures/rate.json"
 

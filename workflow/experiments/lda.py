@@ -10,10 +10,13 @@ measured. ``α``, ``β`` are H.4's.
 :func:`pmd.run`, or a peer library (:mod:`baselines.peers.topic_models`) fed the same batches;
 every ``eval_every`` documents visited it records H.4's held-out log-perplexity (eq. 19, on the
 held-out documents' evaluation halves, ``θ_d`` from their estimation halves by the method's own
-strategy) and, with a truth, the matched topics' Hellinger distance
+family's strategy: the paper's protocol) and, with a truth, the matched topics' Hellinger distance
 (:func:`pmd.models.lda.topic_recovery`); MLflow gets the parameters, every curve against
 documents visited and the result file; the file keeps the curves, the final topics' top words
-(Figure 5) and the cost (seconds per document and tokens per second of the steps alone).
+(Figure 5) and the cost (seconds per document and tokens per second of the steps alone). The final
+posterior is also scored by ONE estimator for every method (:func:`pmd.models.lda.common_log_perplexity`,
+``log_perplexity_common``), at each fold-in budget of ``lda.fold_in_sweeps`` (the last is the
+value; the ladder shows it has converged).
 """
 
 from __future__ import annotations
@@ -130,6 +133,9 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
                       logger=logger)
             result = {"posterior": res.posterior, "visited": res.visited, "num_steps": res.num_steps,
                       "curves": res.curves, "step_seconds": res.step_seconds}
+        ladder = lda.fold_in_ladder(result["posterior"], jax.random.fold_in(jax.random.key(seed), 7),
+                                    data["estimation"], data["evaluation"], model.alpha, cfg["fold_in_sweeps"])
+        mlflow.log_metrics({"log_perplexity_common": ladder[-1]})
         visited = int(result["visited"][-1])
         tokens_visited = visited * data["train_tokens"] / num_docs
         topics = np.asarray(result["posterior"].expected_topics())
@@ -137,7 +143,8 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
                 "total_seconds": time.perf_counter() - t0, "num_steps": result["num_steps"], "visited": visited,
                 "seconds_per_document": result["step_seconds"] / max(visited, 1),
                 "tokens_per_second": tokens_visited / max(result["step_seconds"], 1e-12),
-                "final": {k: float(v[-1]) for k, v in result["curves"].items()}}
+                "final": {**{k: float(v[-1]) for k, v in result["curves"].items()}, "log_perplexity_common": ladder[-1]},
+                "fold_in": {"sweeps": list(cfg["fold_in_sweeps"]), "log_perplexity": ladder}}
         log_summary(meta)  # seconds_per_visited: seconds per document
         mlflow.log_metrics({"tokens_per_second": meta["tokens_per_second"]})
         arrays = {"visited": result["visited"], **{f"curve/{k}": v for k, v in result["curves"].items()},
