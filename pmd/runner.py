@@ -26,6 +26,13 @@ from .posterior import Posterior
 Array = jax.Array
 
 
+WORK = ("evals", "grad_evals")
+"""A step's work, the cost measure that does not depend on the machine: ``evals`` likelihood terms
+evaluated (one datum's log-likelihood at one parameter value; ``B·m`` for a batch of ``B`` rows
+and ``m`` particles) and ``grad_evals`` gradients of such terms (each also an evaluation: a
+gradient step over ``B`` rows at ``m`` points counts ``B·m`` of each)."""
+
+
 class Logger(Protocol):
     """Where the runner reports: metric values at ``step`` = data points visited."""
 
@@ -129,7 +136,9 @@ def run(
         logger: receives every evaluation with ``step`` = data points visited.
 
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
-    sampling scans all of them); otherwise a step visits ``batch_size`` points. A method whose
+    sampling scans all of them); otherwise a step visits ``batch_size`` points. A step reports its
+    work in ``info["evals"]`` and ``info["grad_evals"]`` (:data:`WORK`): the curves hold their
+    running totals, NaN for a method that does not count. A method whose
     ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``),
     one whose ``wants_data`` is true the whole ``data`` (``step(..., data=)``; :func:`stepper`).
     """
@@ -221,6 +230,7 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
     n = len(plans)
     visited, done, step_seconds, eval_seconds = [0] * n, 0, 0.0, [0.0] * n
+    work = [dict.fromkeys(WORK, 0.0) for _ in plans]
     curves: list[dict[str, list]] = [{} for _ in plans]
     marks: list[list[int]] = [[] for _ in plans]
     infos: list[list[dict]] = [[] for _ in plans]
@@ -230,6 +240,7 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
         values = (dict(evaluate(method.posterior(piece(state, i)), jax.random.fold_in(plans[i].k_eval, done)))
                   if evaluate else {})
         values.update(extra)
+        values.update(work[i])
         values["wall_time"] = step_seconds / n
         eval_seconds[i] += time.perf_counter() - t0
         marks[i].append(visited[i])
@@ -256,8 +267,11 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
             mine = piece(info, i)
             infos[i].append(mine)
             visited[i] += int(np.sum(mine["visited"])) if "visited" in mine else rows
+            for name in WORK:
+                work[i][name] += float(np.sum(mine[name])) if name in mine else math.nan
             if (eval_every is not None and done % per_eval == 0) or done == num_steps:
-                record(i, {name: float(np.asarray(v)[-1]) for name, v in mine.items() if np.ndim(v) == 1})
+                record(i, {name: float(np.asarray(v)[-1]) for name, v in mine.items()
+                           if np.ndim(v) == 1 and name not in WORK})
     progress.close()
     results = []
     for i in range(n):
