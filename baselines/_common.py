@@ -51,10 +51,18 @@ class SampleBuffer:
             count=self.count + keep.astype(jnp.int32),
         )
 
-    def posterior(self) -> ParticlePosterior:
-        """The retained samples with equal weights (the prior draws before the first one)."""
+    def posterior(self, discard: float = 0.0) -> ParticlePosterior:
+        """The retained samples with equal weights (the prior draws before the first one), less the
+        first ``discard`` fraction of all retained so far (a burn-in given as a fraction of the run).
+
+        Slot ``s`` holds sample ``k_s = count - 1 - ((count - 1 - s) mod m)`` (its latest write);
+        it is kept when ``floor(discard · count) ≤ k_s``, so at least the latest sample is.
+        """
         m = self.samples.shape[0]
-        filled = (jnp.arange(m) < self.count) | (self.count == 0)
+        slots = jnp.arange(m)
+        index = self.count - 1 - jnp.mod(self.count - 1 - slots, m)
+        first = jnp.floor(discard * self.count.astype(jnp.float32)).astype(jnp.int32)
+        filled = ((slots < self.count) & (index >= first)) | (self.count == 0)
         log_w = jnp.where(filled, 0.0, -jnp.inf).astype(self.samples.dtype)
         return ParticlePosterior(self.samples, normalize(log_w))
 
@@ -85,21 +93,53 @@ class RetainedChain:
         return state.buffer.posterior()
 
 
-def require_burn_in(burn_in: Any, thin: Any, num_steps: Any) -> tuple[int, int, int | None]:
+def require_burn_in(burn_in: Any, thin: Any, num_steps: Any, *,
+                    fraction_ok: bool = False) -> tuple[int | float, int, int | None]:
     """Check an MCMC run's burn-in, thinning and (optional) length.
 
-    ``burn_in`` steps are discarded, then every ``thin``-th state is retained. When the run length
-    ``num_steps`` is known, a burn-in as long as the run (nothing retained) is an error.
+    ``burn_in`` steps are discarded, then every ``thin``-th state is retained. With ``fraction_ok`` a
+    float in ``(0, 1)`` is the fraction of the run discarded instead. When the run length
+    ``num_steps`` is known, a burn-in as long as the run (nothing retained) is an error naming both.
     """
-    if isinstance(burn_in, bool) or not isinstance(burn_in, int) or burn_in < 0:
-        raise ConfigError(f"burn_in must be a non-negative integer, got {burn_in!r}")
+    if fraction_ok and isinstance(burn_in, float):
+        if not 0.0 < burn_in < 1.0:
+            raise ConfigError(f"burn_in as a fraction of the run must lie in (0, 1), got {burn_in!r}")
+    elif isinstance(burn_in, bool) or not isinstance(burn_in, int) or burn_in < 0:
+        kinds = "a non-negative integer or a fraction in (0, 1)" if fraction_ok else "a non-negative integer"
+        raise ConfigError(f"burn_in must be {kinds}, got {burn_in!r}")
     thin = require_positive_int("thin", thin)
     if num_steps is not None:
-        num_steps = require_positive_int("num_steps", num_steps)
-        if burn_in >= num_steps:
-            raise ConfigError(f"burn_in={burn_in} must be shorter than the run (num_steps={num_steps}): "
-                              "no sample would be retained")
+        num_steps = require_num_steps(burn_in, num_steps)
     return burn_in, thin, num_steps
+
+
+def require_num_steps(burn_in: int | float, num_steps: Any) -> int:
+    """``num_steps`` when an integer ``burn_in`` leaves at least one step of the run, else a
+    :class:`ConfigError` naming burn_in, its value and the run's length (a fraction always does)."""
+    num_steps = require_positive_int("num_steps", num_steps)
+    if isinstance(burn_in, int) and burn_in >= num_steps:
+        raise ConfigError(f"burn_in={burn_in} must be shorter than the run, which has {num_steps} steps: no "
+                          "sample would be retained and the posterior would be the initial prior draws (give "
+                          "burn_in as a fraction of the run, e.g. burn_in=0.5, or run longer)")
+    return num_steps
+
+
+def first_nonfinite(diverged_at: Array, t: Array, position: Array) -> Array:
+    """The step at which ``position`` first went non-finite: ``t`` if it is and ``diverged_at`` is
+    still -1, else ``diverged_at`` (a jitted step records it; :func:`refuse_diverged` reports it)."""
+    return jnp.where((diverged_at < 0) & ~jnp.all(jnp.isfinite(position)), t, diverged_at)
+
+
+def refuse_diverged(method: str, diverged_at: Array, step_size) -> None:
+    """Raise ``FloatingPointError`` naming the step and its step size ``step_size(t)`` if the run
+    recorded a non-finite state: a diverged chain has no posterior (checked outside jit only)."""
+    if isinstance(diverged_at, jax.core.Tracer):
+        return
+    at = np.asarray(diverged_at)
+    if np.any(at >= 0):
+        t = int(np.min(at[at >= 0]))
+        raise FloatingPointError(f"{method} diverged: its state went non-finite at step {t}, with step size "
+                                 f"{float(step_size(t)):.4g}; take a smaller step size")
 
 
 # -- step sizes ----------------------------------------------------------------------------------

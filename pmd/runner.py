@@ -81,6 +81,8 @@ def _plan(method: InferenceMethod, data: Any, key: Array, batch_size: int, num_p
     if not num_passes > 0:
         raise ConfigError(f"num_passes must be positive, got {num_passes!r}")
     num_steps = max(1, math.ceil(num_passes * num_data / batch_size))
+    if hasattr(method, "check_num_steps"):  # e.g. an MCMC burn-in the run must outlast
+        method.check_num_steps(num_steps)
     k_init, k_data, k_steps, k_eval = jax.random.split(key, 4)
     seed = int(jax.random.randint(k_data, (), 0, 2**31 - 1))
     return _Plan(k_init, k_eval, batch_indices(seed, num_data, batch_size, num_steps),
@@ -116,6 +118,8 @@ def run(
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A method whose
     ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``),
     one whose ``wants_data`` is true the whole ``data`` (``step(..., data=)``; :func:`stepper`).
+    A method with a ``check_num_steps(num_steps)`` is handed the run's length first, to refuse a
+    run it cannot use (SGLD's burn-in as long as the run) before any step is taken.
     """
     plan = _plan(method, data, key, batch_size, num_passes)
     (result,) = _drive(method, data, [plan], batched=False, batch_size=batch_size, eval_every=eval_every,
