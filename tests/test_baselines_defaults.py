@@ -3,11 +3,12 @@ Bayesian linear regression with known noise whose posterior is known in closed f
 (:class:`baselines_helpers.LinearRegression`: 2,000 rows, posterior sds 0.016-0.019, correlated
 coordinates).
 
-At its old defaults (the prior start, a constant Adam rate of 0.05 in the units of θ) SVI ended 90
-times too wide after one pass of batches of 100 and 18 times after 20 passes. The tolerances below
-are the issue's, 0.1 posterior sd in the mean and 0.1 in log sd: measured over 8 seeds and both run
-lengths the defaults' largest errors are 0.03 sd and 0.06 (full-rank), 0.03 sd and 0.06
-(mean-field), the mini-batch noise the Robbins-Monro decay leaves.
+At its old defaults (the prior start, a constant Adam rate of 0.05 in the units of θ; now
+``init="prior"``) full-rank SVI ends 71-80 times too wide after one pass of batches of 100 and
+18-21 times after 20 passes (mean-field: 100-114 and 16-22 times its optimum's sds). The tolerances
+below are the issue's, 0.1 posterior sd in the mean and 0.1 in log sd: over 8 seeds and both run
+lengths the defaults' largest errors are 0.026 sd and 0.049 (full-rank), 0.024 sd and 0.051
+(mean-field), the mini-batch noise that the Robbins-Monro decay leaves.
 """
 
 from __future__ import annotations

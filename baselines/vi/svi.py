@@ -62,11 +62,11 @@ FAMILIES = ("meanfield", "fullrank")
 INITS = ("laplace", "prior")
 _INIT_DRAWS = 1000
 # the default learning rate of each start: in posterior sds after the Laplace start (see the
-# module docstring), in the units of θ after the prior start (the value this class always had)
-# (the value this class always had), each with its decay κ of ``(τ + t)^(-κ)``: after the Laplace
-# start the mini-batch noise alone moves the optimum's estimate (by 0.25 sds of log L_kk after
-# 20 passes at a constant 0.01 on issue 31's regression), which Robbins-Monro decay with
-# κ = 0.55 (Welling & Teh's exponent, inside Hoffman et al.'s (0.5, 1]) averages away
+# module docstring), in the units of θ after the prior start (the value this class always had),
+# each with its decay κ of ``(τ + t)^(-κ)``: after the Laplace start the mini-batch noise alone
+# moves the optimum's estimate (log L_kk by up to 0.2 after 20 passes at a constant 0.01 on issue
+# 31's regression), which Robbins-Monro decay with κ = 0.55 (Welling & Teh's exponent, inside
+# Hoffman et al.'s (0.5, 1]) averages away
 _LEARNING_RATE = {"laplace": (0.01, 0.55), "prior": (0.05, 0.0)}
 
 
