@@ -1,5 +1,6 @@
 """Pieces shared by the baselines: the retained-sample buffer of the MCMC methods, the
-polynomially decaying step size, and hyperparameter checks.
+polynomially decaying step size, the Laplace start at a mode of the log joint, and hyperparameter
+checks.
 
 Only :mod:`pmd`'s public modules are used, so every baseline has PMD's interface and types.
 """
@@ -7,10 +8,12 @@ Only :mod:`pmd`'s public modules are used, so every baseline has PMD's interface
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from pmd.interface import ConfigError, require_positive_int
@@ -48,10 +51,18 @@ class SampleBuffer:
             count=self.count + keep.astype(jnp.int32),
         )
 
-    def posterior(self) -> ParticlePosterior:
-        """The retained samples with equal weights (the prior draws before the first one)."""
+    def posterior(self, discard: float = 0.0) -> ParticlePosterior:
+        """The retained samples with equal weights (the prior draws before the first one), less the
+        first ``discard`` fraction of all retained so far (a burn-in given as a fraction of the run).
+
+        Slot ``s`` holds sample ``k_s = count - 1 - ((count - 1 - s) mod m)`` (its latest write);
+        it is kept when ``floor(discard · count) ≤ k_s``, so at least the latest sample is.
+        """
         m = self.samples.shape[0]
-        filled = (jnp.arange(m) < self.count) | (self.count == 0)
+        slots = jnp.arange(m)
+        index = self.count - 1 - jnp.mod(self.count - 1 - slots, m)
+        first = jnp.floor(discard * self.count.astype(jnp.float32)).astype(jnp.int32)
+        filled = ((slots < self.count) & (index >= first)) | (self.count == 0)
         log_w = jnp.where(filled, 0.0, -jnp.inf).astype(self.samples.dtype)
         return ParticlePosterior(self.samples, normalize(log_w))
 
@@ -82,21 +93,53 @@ class RetainedChain:
         return state.buffer.posterior()
 
 
-def require_burn_in(burn_in: Any, thin: Any, num_steps: Any) -> tuple[int, int, int | None]:
+def require_burn_in(burn_in: Any, thin: Any, num_steps: Any, *,
+                    fraction_ok: bool = False) -> tuple[int | float, int, int | None]:
     """Check an MCMC run's burn-in, thinning and (optional) length.
 
-    ``burn_in`` steps are discarded, then every ``thin``-th state is retained. When the run length
-    ``num_steps`` is known, a burn-in as long as the run (nothing retained) is an error.
+    ``burn_in`` steps are discarded, then every ``thin``-th state is retained. With ``fraction_ok`` a
+    float in ``(0, 1)`` is the fraction of the run discarded instead. When the run length
+    ``num_steps`` is known, a burn-in as long as the run (nothing retained) is an error naming both.
     """
-    if isinstance(burn_in, bool) or not isinstance(burn_in, int) or burn_in < 0:
-        raise ConfigError(f"burn_in must be a non-negative integer, got {burn_in!r}")
+    if fraction_ok and isinstance(burn_in, float):
+        if not 0.0 < burn_in < 1.0:
+            raise ConfigError(f"burn_in as a fraction of the run must lie in (0, 1), got {burn_in!r}")
+    elif isinstance(burn_in, bool) or not isinstance(burn_in, int) or burn_in < 0:
+        kinds = "a non-negative integer or a fraction in (0, 1)" if fraction_ok else "a non-negative integer"
+        raise ConfigError(f"burn_in must be {kinds}, got {burn_in!r}")
     thin = require_positive_int("thin", thin)
     if num_steps is not None:
-        num_steps = require_positive_int("num_steps", num_steps)
-        if burn_in >= num_steps:
-            raise ConfigError(f"burn_in={burn_in} must be shorter than the run (num_steps={num_steps}): "
-                              "no sample would be retained")
+        num_steps = require_num_steps(burn_in, num_steps)
     return burn_in, thin, num_steps
+
+
+def require_num_steps(burn_in: int | float, num_steps: Any) -> int:
+    """``num_steps`` when an integer ``burn_in`` leaves at least one step of the run, else a
+    :class:`ConfigError` naming burn_in, its value and the run's length (a fraction always does)."""
+    num_steps = require_positive_int("num_steps", num_steps)
+    if isinstance(burn_in, int) and burn_in >= num_steps:
+        raise ConfigError(f"burn_in={burn_in} must be shorter than the run, which has {num_steps} steps: no "
+                          "sample would be retained and the posterior would be the initial prior draws (give "
+                          "burn_in as a fraction of the run, e.g. burn_in=0.5, or run longer)")
+    return num_steps
+
+
+def first_nonfinite(diverged_at: Array, t: Array, position: Array) -> Array:
+    """The step at which ``position`` first went non-finite: ``t`` if it is and ``diverged_at`` is
+    still -1, else ``diverged_at`` (a jitted step records it; :func:`refuse_diverged` reports it)."""
+    return jnp.where((diverged_at < 0) & ~jnp.all(jnp.isfinite(position)), t, diverged_at)
+
+
+def refuse_diverged(method: str, diverged_at: Array, step_size) -> None:
+    """Raise ``FloatingPointError`` naming the step and its step size ``step_size(t)`` if the run
+    recorded a non-finite state: a diverged chain has no posterior (checked outside jit only)."""
+    if isinstance(diverged_at, jax.core.Tracer):
+        return
+    at = np.asarray(diverged_at)
+    if np.any(at >= 0):
+        t = int(np.min(at[at >= 0]))
+        raise FloatingPointError(f"{method} diverged: its state went non-finite at step {t}, with step size "
+                                 f"{float(step_size(t)):.4g}; take a smaller step size")
 
 
 # -- step sizes ----------------------------------------------------------------------------------
@@ -172,3 +215,77 @@ def require_full_data(model: Model, data: Any, data_size: int) -> Any:
     if rows != data_size:
         raise ConfigError(f"data has {rows} rows but data_size={data_size}")
     return data
+
+
+# -- the Laplace start (SVI, SGLD) ---------------------------------------------------------------
+_MEDIAN_DRAWS = 15  # NumPyro's init_to_median(num_samples=15)
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Laplace:
+    """``N(mode, (-∇² log p(θ, x))⁻¹)`` at a mode of the full-data log joint (Bishop 2006, sec. 4.4).
+
+    ``mode`` (d,); ``precision`` ``Λ = -∇²`` there (d, d); ``chol`` the lower Cholesky factor of
+    ``Λ⁻¹`` (the covariance); ``conditional_sd`` ``1/sqrt(Λ_kk)``, which is also the mean-field
+    KL(q||p) optimum for a Gaussian with precision ``Λ`` (Bishop 2006, eq. 10.12-10.14).
+    """
+
+    mode: Array
+    precision: Array
+    chol: Array
+
+    @property
+    def conditional_sd(self) -> Array:
+        return 1.0 / jnp.sqrt(jnp.diagonal(self.precision))
+
+
+def laplace_approximation(model: Model, data: Any, max_steps: int = 500) -> Laplace:
+    """The Laplace approximation at a mode of ``log p(θ) + Σ_n log p(x_n|θ)`` (the whole ``data``).
+
+    The mode: L-BFGS (optax's, with its zoom line search; Nocedal & Wright 2006, Algorithm 7.5) for
+    at most ``max_steps`` iterations from the coordinate-wise median of ``_MEDIAN_DRAWS`` prior draws
+    (NumPyro's ``init_to_median``; the draws use the fixed key 0, so the start is deterministic),
+    stopped once an iteration no longer decreases ``-log p``. NumPyro's ``AutoLaplaceApproximation``
+    is the same construction (its mode found by SVI on a delta guide). The Hessian is ``d``
+    Hessian-vector products over the data set (one per coordinate, in sequence, so memory stays that
+    of one gradient). A Hessian that is not negative definite there (no mode found, or a saddle)
+    raises ``FloatingPointError``.
+    """
+    data_size = model.check_batch(data)
+    log_joint = minibatch_log_joint(model, data_size)  # N · mean_n = Σ_n on the whole data set
+    mode, precision = _laplace(model, log_joint, data, max_steps)
+    chol_prec = jnp.linalg.cholesky(precision)
+    if not bool(jnp.all(jnp.isfinite(chol_prec))) or not bool(jnp.all(jnp.isfinite(mode))):
+        raise FloatingPointError(
+            f"no Laplace start for {model.name}: after {max_steps} L-BFGS steps the log joint's Hessian at "
+            f"θ = {np.asarray(mode)} is not negative definite (a saddle, or no mode)")
+    eye = jnp.eye(model.dim, dtype=precision.dtype)
+    cov = jax.scipy.linalg.cho_solve((chol_prec, True), eye)
+    return Laplace(mode, precision, jnp.linalg.cholesky(0.5 * (cov + cov.T)))
+
+
+@partial(jax.jit, static_argnums=(0, 1, 3))
+def _laplace(model: Model, log_joint, data: Any, max_steps: int) -> tuple[Array, Array]:
+    """The L-BFGS mode and ``-∇²`` there (the data an argument, never a constant of the program)."""
+    loss = lambda theta: -log_joint(theta, data)  # noqa: E731
+    start = jnp.median(model.sample_prior(jax.random.key(0), _MEDIAN_DRAWS), axis=0)
+    solver = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    def body(carry):
+        theta, state, _, count = carry
+        value, grad = value_and_grad(theta, state=state)
+        updates, state = solver.update(grad, state, theta, value=value, grad=grad, value_fn=loss)
+        new = optax.apply_updates(theta, updates)
+        return new, state, value, count + 1
+
+    def more(carry):
+        theta, _, previous, count = carry
+        return (count < max_steps) & (loss(theta) < previous) & jnp.all(jnp.isfinite(theta))
+
+    init = (start, solver.init(start), jnp.asarray(jnp.inf, start.dtype), jnp.asarray(0))
+    mode = jax.lax.while_loop(more, body, init)[0]
+    grad = jax.grad(loss)
+    hessian = jax.lax.map(lambda v: jax.jvp(grad, (mode,), (v,))[1], jnp.eye(model.dim, dtype=mode.dtype))
+    return mode, 0.5 * (hessian + hessian.T)

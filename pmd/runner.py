@@ -102,6 +102,8 @@ def _plan(method: InferenceMethod, data: Any, key: Array, batch_size: int, num_p
     if batch_size > num_data:
         raise ConfigError(f"batch_size={batch_size} is larger than the data set's {num_data} rows")
     num_rows = math.ceil(num_passes * num_data - 1e-9 * num_data)  # whole rows; no float fuzz past a pass end
+    if hasattr(method, "check_num_steps"):  # e.g. an MCMC burn-in the run must outlast
+        method.check_num_steps(math.ceil(num_rows / batch_size))
     k_init, k_data, k_steps, k_eval = jax.random.split(key, 4)
     seed = int(jax.random.randint(k_data, (), 0, 2**31 - 1))
     indices, tail = run_batches(seed, num_data, batch_size, num_rows)
@@ -141,6 +143,8 @@ def run(
     running totals, NaN for a method that does not count. A method whose
     ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``),
     one whose ``wants_data`` is true the whole ``data`` (``step(..., data=)``; :func:`stepper`).
+    A method with a ``check_num_steps(num_steps)`` is handed the run's length first, to refuse a
+    run it cannot use (SGLD's burn-in as long as the run) before any step is taken.
     """
     plan = _plan(method, data, key, batch_size, num_passes)
     (result,) = _drive(method, data, [plan], batched=False, batch_size=batch_size, eval_every=eval_every,

@@ -76,3 +76,53 @@ def robbins_monro_sd(a: float, tau: float, steps: int, curvature: float, noise_v
     """
     assert 2 * a * curvature > 1, "the asymptotic formula needs 2aλ > 1"
     return float(np.sqrt(a**2 * noise_var / ((2 * a * curvature - 1) * (tau + steps))))
+
+
+@dataclass(frozen=True)
+class LinearRegression:
+    """Issue 31's problem: ``y_n ~ N(x_nᵀ β, σ²)`` with known ``σ`` and ``β ~ N(0, s0² I)``, whose
+    posterior is ``N(Λ⁻¹ Xᵀy/σ², Λ⁻¹)``, ``Λ = I/s0² + XᵀX/σ²`` (Bishop 2006, eq. 3.53-3.54).
+
+    A datum is ``{"x": (d,), "y": ()}``; the columns of ``X`` are correlated (``x_n ~ N(0, C)``,
+    ``C_jk = 0.7^|j-k|``), so the posterior is too."""
+
+    data: dict
+    noise_std: float
+    prior_std: float
+
+    @classmethod
+    def make(cls, num_data: int = 2000, dim: int = 3, noise_std: float = 0.5, prior_std: float = 2.0,
+             seed: int = 0) -> "LinearRegression":
+        rng = np.random.default_rng(seed)
+        corr = 0.7 ** np.abs(np.subtract.outer(np.arange(dim), np.arange(dim)))
+        x = rng.standard_normal((num_data, dim)) @ np.linalg.cholesky(corr).T
+        beta = rng.normal(0.0, 1.0, dim)
+        y = x @ beta + noise_std * rng.standard_normal(num_data)
+        return cls({"x": x.astype(np.float32), "y": y.astype(np.float32)}, noise_std, prior_std)
+
+    @property
+    def model(self):
+        from pmd.model import Model, gaussian_log_density
+
+        d, s0, sigma = self.data["x"].shape[1], self.prior_std, self.noise_std
+        return Model(
+            dim=d,
+            log_prior=lambda b: gaussian_log_density(b, 0.0, s0),
+            log_likelihood=lambda b, datum: gaussian_log_density(datum["y"][None], datum["x"] @ b, sigma),
+            sample_prior=lambda key, n: s0 * jax.random.normal(key, (n, d)),
+            name=f"linear-regression-{d}d",
+        )
+
+    @property
+    def precision(self) -> np.ndarray:
+        x = self.data["x"].astype(np.float64)
+        return np.eye(x.shape[1]) / self.prior_std**2 + x.T @ x / self.noise_std**2
+
+    @property
+    def cov(self) -> np.ndarray:
+        return np.linalg.inv(self.precision)
+
+    @property
+    def mean(self) -> np.ndarray:
+        x, y = self.data["x"].astype(np.float64), self.data["y"].astype(np.float64)
+        return self.cov @ x.T @ y / self.noise_std**2

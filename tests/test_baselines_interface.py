@@ -23,7 +23,7 @@ def _build(name, **overrides):
     if name == "gibbs":
         return METHODS[name](MIX.model(), data_size=40, num_particles=5, data=MIX_DATA, burn_in=1), MIX_DATA
     full_data = {"data": CONJ.data}
-    extra = {"npv_full": full_data, "blackjax_tempered_smc": full_data, "blackjax_data_smc": full_data,
+    extra = {"npv_full": full_data, "svi": full_data, "blackjax_tempered_smc": full_data, "blackjax_data_smc": full_data,
              "sgld": {"burn_in": 1}}.get(name, {})
     return METHODS[name](CONJ.model, data_size=40, num_particles=5, **{**extra, **overrides}), CONJ.data
 
@@ -101,6 +101,9 @@ BAD = [
     (SVI, {"family": "diagonal"}, "family"),
     (SVI, {"optimizer": "rmsprop"}, "optimizer"),
     (SVI, {"num_particles": 0}, "num_particles"),
+    (SVI, {"init": "median"}, "init"),
+    (SVI, {}, "data"),
+    (SVI, {"init": "prior", "data": CONJ.data}, "data"),
     (StochasticNPV, {"learning_rate": 0.0}, "learning_rate"),
     (NPV, {"data": CONJ.data, "iterations": 0}, "iterations"),
     (NPV, {}, "data"),

@@ -161,3 +161,53 @@ def test_step_is_pure(cls):
     one, _ = algo.step(jax.random.key(1), state, batch)
     two, _ = algo.step(jax.random.key(1), state, batch)
     jax.tree_util.tree_map(np.testing.assert_array_equal, one, two)
+
+
+def test_burn_in_as_long_as_the_run_is_refused():
+    """Issue 31: H.1's burn_in=1000 on a 200-step run used to return the initial prior draws."""
+    conj = Conjugate.make(num_data=100)
+    with pytest.raises(pmd.ConfigError, match=r"burn_in=1000 .* 200 steps"):
+        SGLD(conj.model, data_size=100, num_particles=10, burn_in=1000, num_steps=200)
+    algo = SGLD(conj.model, data_size=100, num_particles=10, burn_in=1000)
+    with pytest.raises(pmd.ConfigError, match=r"burn_in=1000 .* 200 steps"):  # pmd.run knows the length
+        pmd.run(algo, conj.data, jax.random.key(0), batch_size=10, num_passes=20)
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(pmd.ConfigError, match="burn_in"):
+            SGLD(conj.model, data_size=100, num_particles=10, burn_in=bad)
+
+
+def test_fractional_burn_in_drops_the_first_part_of_the_retained_states():
+    """``burn_in=f`` keeps the retained samples ``k ≥ floor(f · count)`` still in the ring."""
+    conj = Conjugate.make(num_data=20)
+    algo = SGLD(conj.model, data_size=20, num_particles=8, a=1e-3, burn_in=0.3, thin=2)
+    state = algo.init(jax.random.key(0))
+    positions = []
+    for t in range(1, 23):
+        state, info = algo.step(jax.random.key(t), state, jnp.asarray(conj.data[:5]))
+        assert bool(info["retained"]) == (t % 2 == 0)
+        positions.append(np.asarray(state.position))
+    retained = np.array(positions)[1::2]  # steps 2, 4, ..., 22: 11 samples
+    post = algo.posterior(state)
+    kept = np.asarray(post.samples)[np.isfinite(np.asarray(post.log_weights))]
+    # floor(0.3 · 11) = 3 dropped; the ring of 8 holds samples 3..10: all 8 kept
+    assert sorted(map(tuple, kept)) == sorted(map(tuple, retained[3:]))
+    assert SGLD(conj.model, data_size=20, num_particles=3).burn_in == 0.5  # the default: half the run
+
+
+@pytest.mark.parametrize("cls", [SGLD, ParallelSGLD])
+def test_a_diverged_run_is_an_error_naming_step_and_step_size(cls):
+    """A step size far above 2/P (here 100/P) makes the chain explode to inf, then NaN: the
+    posterior refuses, naming the first non-finite step and its step size."""
+    conj = Conjugate.make(num_data=100)
+    a = 100.0 / conj.precision
+    algo = cls(conj.model, data_size=100, num_particles=4, a=a, gamma=0.0, **({"burn_in": 0} if cls is SGLD else {}))
+    res_state = algo.init(jax.random.key(0))
+    first = None
+    for t in range(1, 200):
+        res_state, _ = algo.step(jax.random.key(t), res_state, jnp.asarray(conj.data[:10]))
+        position = res_state.position if cls is SGLD else res_state.positions
+        if first is None and not np.all(np.isfinite(np.asarray(position))):
+            first = t
+    assert first is not None
+    with pytest.raises(FloatingPointError, match=rf"step {first}, with step size {a:.4g}"):
+        algo.posterior(res_state)
