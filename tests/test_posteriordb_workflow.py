@@ -98,7 +98,7 @@ def test_runs_floor_and_report(workspace):
     assert all(math.isfinite(meta["final"][k]) for k in posteriordb.METRICS)
     assert meta["final"]["mean_error_max"] >= meta["final"]["mean_error"] - 1e-6
     _, failed = load_npz(_run_file(root, "sgld_diverges"))
-    assert failed["status"] == "failed" and "not finite" in failed["error"]
+    assert failed["status"] == "failed" and "SGLD diverged" in failed["error"] and "step size" in failed["error"]
     assert all(math.isnan(v) for v in failed["final"].values())
 
     client = MlflowClient(tracking_uri=uri)
@@ -108,14 +108,14 @@ def test_runs_floor_and_report(workspace):
     assert ok.info.status == "FINISHED" and ok.data.tags["status"] == "ok"
     assert ok.data.params["posterior"] == POSTERIOR and "mean_error_max" in ok.data.metrics
     assert [a.path for a in client.list_artifacts(ok.info.run_id, "result")] == ["result/seed0.npz"]
-    assert bad.info.status == "FAILED" and "not finite" in bad.data.tags["error"]
+    assert bad.info.status == "FAILED" and "SGLD diverged" in bad.data.tags["error"]
 
     table, figure = root / "figures" / "table_posteriordb.md", root / "figures" / "posteriordb.png"
     assert run_cli("report", "posteriordb", "--data", str(floor), "--runs", str(_run_file(root, "smc")),
                    str(_run_file(root, "sgld_diverges")), "--out", str(table), "--figure", str(figure)) == 0
     text = table.read_text()
     assert "1 whole passes in batches of ⌈N/10⌉ points" in text and "n = 100 draws" in text
-    assert f"| {POSTERIOR} (N=434, d=3) |" in text and "| failed [1] |" in text and "[1] 100 of 100" in text
+    assert f"| {POSTERIOR} (N=434, d=3) |" in text and "| failed [1] |" in text and "[1] FloatingPointError: SGLD diverged" in text
     within = int(meta["final"]["mean_error_max"] <= 0.5 and meta["final"]["log_std_ratio_max"] <= 0.3)
     assert f"| **i.i.d. within 0.5 / 0.3** | 1/1 | 0/1 | {within}/1 |" in text  # floor, sgld_diverges, smc
     summary = json.loads(table.with_suffix(".json").read_text())

@@ -121,15 +121,22 @@ def test_posteriordb_budget_is_whole_passes(num_data):
 
 def test_posteriordb_runs_read_exactly_their_budget():
     """Through the runner (N = 1013, B = 11: 11 does not divide 5·1013): the run reads exactly
-    5 passes, its last step on a batch of the 5 remaining rows, and takes ``num_steps`` steps."""
+    5 passes, its last step on a batch of the 5 remaining rows, and takes ``num_steps`` steps.
+    The default PMD ends with exactly 5 passes' rows taken (Theorem 5's iterate, its pass ends
+    exact: tests/test_pmd_conjugate.py), its last moves at the end of pass 4 (moves at pass
+    ends 1, 2, 4, 8, ...), inside the step whose batch straddles it."""
     problem = ConjugateGaussian(dim=2)
     _, x = problem.simulate(0, 1013)
     data = jnp.asarray(x, jnp.float32)
     _, settings = posteriordb.budget({"steps_per_pass": 100, "num_passes": 5}, "svi", {}, 1013)
     assert settings["batch_size"] == 11 and 5 * 1013 % 11 == 5
-    result = posteriordb.run_budgeted(SVI(problem.model(), 1013, num_particles=2), data, settings,
+    result = posteriordb.run_budgeted(SVI(problem.model(), 1013, num_particles=2, data=data), data, settings,
                                       jax.random.key(0), evaluate=None)
     assert result.num_steps == settings["num_steps"] and int(result.visited[-1]) == 5 * 1013
+    default = posteriordb.run_budgeted(pmd.PMD(problem.model(), 1013, 200, data=data), data, settings,
+                                       jax.random.key(0), evaluate=None)
+    moved = np.flatnonzero(default.info["moved"])
+    assert moved[-1] == math.ceil(4 * 1013 / 11) - 1 and int(default.state.seen) == 5 * 1013
 
 
 def test_lda_one_estimator_scores_the_same_topics_the_same_whatever_the_family():
