@@ -18,7 +18,8 @@ NaN for a method that does not count them, and for run files written before it w
   seeds that reached and the median (each seed's) cost in every measure. Several (posteriordb's
   posteriors, the sparse GP's problems): one column per target, each cell the median cost in the
   main measure (``work`` when every run counts it, else ``visited``). Under it, PMD's (label
-  ``pmd``) rank in the main measure, by targets (one target: seeds) reached, then median cost.
+  ``pmd``) rank in the main measure: by the share of targets (one target: of its seeds) reached,
+  then the median cost (several targets: the median of its cells' medians over those reached).
 * The figure: the criterion's score against cost (log x-axis), one line per method: at each
   evaluation the median over seeds of the cost and of the score (runs cut to the shortest), the
   threshold as a horizontal line. One target: a row of panels, one per measure some run counts;
@@ -178,19 +179,19 @@ def _fmt(value: float, cost: str) -> str:
     return f"{value:,.0f}" if cost == "visited" else f"{value:.3g}"
 
 
-def rank_sentence(keys: dict[str, tuple[int, float]], cost: str, unit: str) -> str:
-    """PMD's rank among the methods by ``keys[method] = (targets reached, median cost)``: more
-    ``unit`` reached first, then the lower median cost (in ``cost``); ties share the better rank."""
+def rank_sentence(keys: dict[str, tuple[int, int, float]], cost: str, unit: str) -> str:
+    """PMD's rank among the methods by ``keys[method] = (reached, out of, median cost)``: the larger
+    share of ``unit`` reached first, then the lower median cost (in ``cost``); ties share the better rank."""
     if PMD_LABEL not in keys:
         return f"No `{PMD_LABEL}` runs: PMD is not ranked."
-    order = lambda method: (-keys[method][0], keys[method][1])  # noqa: E731
+    order = lambda method: (-keys[method][0] / keys[method][1], keys[method][2])  # noqa: E731
     ahead = [m for m in keys if order(m) < order(PMD_LABEL)]
-    reached, median = keys[PMD_LABEL]
+    reached, total, median = keys[PMD_LABEL]
     where = (f"behind {', '.join(f'`{m}`' for m in ahead)}" if ahead else
              "ahead of or level with every other method" if reached else "no method is ahead, but it reached nothing")
     return (f"PMD (`{PMD_LABEL}`) ranks **{len(ahead) + 1} of {len(keys)}** at equal cost ({COSTS[cost]}; ranked "
-            f"by {unit} reached, then median cost to threshold): {reached} {unit} reached, median cost "
-            f"{_fmt(median, cost)}; {where}.")
+            f"by the share of {unit} reached, then median cost to threshold): {reached}/{total} {unit} reached, "
+            f"median cost {_fmt(median, cost)}; {where}.")
 
 
 def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresholds: dict[str, float],
@@ -214,7 +215,7 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
         rows = [[m, f"{reach[target][main][m].reached}/{len(reach[target][main][m].costs)}",
                  *(f"{_fmt(r.median, c)} ({', '.join(_fmt(x, c) for x in r.costs)})"
                    for c in costs for r in [reach[target][c][m]])] for m in methods]
-        keys = {m: (reach[target][main][m].reached, reach[target][main][m].median) for m in methods}
+        keys = {m: (r.reached, len(r.costs), r.median) for m in methods for r in [reach[target][main][m]]}
         unit = "seeds"
     else:
         header = ["method", f"{criterion.group}s reached", *targets]
@@ -223,7 +224,8 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
         rows = [[m, f"{len(reached[m])}/{len(targets)}",
                  *(f"{_fmt(r.median, main)} ({r.reached}/{len(r.costs)})" if (r := cells[m].get(t)) else "no runs"
                    for t in targets)] for m in methods]
-        keys = {m: (len(reached[m]), float(np.median(reached[m])) if reached[m] else math.inf) for m in methods}
+        keys = {m: (len(reached[m]), len(targets), float(np.median(reached[m])) if reached[m] else math.inf)
+                for m in methods}
         unit = f"{criterion.group}s"
         head.append(f"Each cell: the median {main} to threshold ({COSTS[main]}) and the seeds that reached.")
         head.append("")

@@ -72,12 +72,14 @@ def test_relative_thresholds_come_from_the_floor_and_from_the_best_final(tmp_pat
 
 
 def test_the_rank_sentence_says_where_pmd_stands():
-    behind = cost.rank_sentence({"pmd": (2, 100.0), "smc": (3, 900.0), "svgd": (2, 50.0), "sgld": (1, 10.0)},
-                                "visited", "posteriors")
-    assert "ranks **3 of 4**" in behind and "behind `smc`, `svgd`" in behind
-    ahead = cost.rank_sentence({"pmd": (3, 100.0), "smc": (3, 900.0)}, "work", "seeds")
-    assert "ranks **1 of 2**" in ahead and "ahead of or level with every other method" in ahead
-    assert "not ranked" in cost.rank_sentence({"smc": (3, 900.0)}, "work", "seeds")
+    behind = cost.rank_sentence({"pmd": (2, 4, 100.0), "smc": (3, 4, 900.0), "svgd": (2, 4, 50.0),
+                                 "sgld": (1, 4, 10.0)}, "visited", "posteriors")
+    assert "ranks **3 of 4**" in behind and "behind `smc`, `svgd`" in behind and "2/4 posteriors reached" in behind
+    # by the share of seeds: 2 of 2 beats 6 of 10, whatever the cost
+    ahead = cost.rank_sentence({"pmd": (2, 2, 100.0), "smc": (6, 10, 50.0), "svi": (2, 2, 100.0)}, "work", "seeds")
+    assert "ranks **1 of 3**" in ahead and "ahead of or level with every other method" in ahead
+    assert "ranks **2 of 2**" in cost.rank_sentence({"pmd": (6, 10, 50.0), "smc": (2, 2, 900.0)}, "work", "seeds")
+    assert "not ranked" in cost.rank_sentence({"smc": (3, 3, 900.0)}, "work", "seeds")
 
 
 def write_runs(root, curves_by_method: dict, group: dict | None = None, **kwargs) -> list:
