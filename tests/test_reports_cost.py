@@ -135,7 +135,9 @@ def test_cli_report_cost_end_to_end_on_the_mixture(tmp_path, capsys):
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_report_cost_names_an_experiment_without_a_criterion(tmp_path, capsys):
+def test_cli_report_cost_needs_an_experiment_and_the_other_reports_still_need_data(tmp_path, capsys):
     files = write_runs(tmp_path, {"pmd": [{"tv": [1.0] * 5}]})
     assert cli.main(["report", "cost", "--runs", *files, "--out", str(tmp_path / "c.md")]) == 2
     assert "--experiment" in capsys.readouterr().err
+    assert cli.main(["report", "figure1", "--runs", *files, "--out", str(tmp_path / "f.png")]) == 2
+    assert "report figure1 needs --data" in capsys.readouterr().err
