@@ -38,23 +38,24 @@ EXPERIMENTS = [
     ("mixture", "Mixture model (section 6, Figures 1 and 3; H.1)",
      "Section 6: PMD captures both modes of the Welling-Teh posterior and reaches the best total variation and "
      "cross entropy; Gibbs and SGLD get stuck in one mode and SVI fails.",
-     ["table_mixture.md", "figure1.png", "figure3.png"]),
+     ["table_mixture.md", "figure1.png", "figure3.png", "cost_mixture.md", "cost_mixture.png"]),
     ("logistic", "Bayesian logistic regression (section 6, Figure 2(1); H.2)",
      "Section 6: on MNIST8M 6-vs-8 PMD reaches about 98.8% test accuracy, comparable to SVI and better than the "
      "other sampling methods.",
-     ["table_logistic.md", "figure2.png"]),
+     ["table_logistic.md", "figure2.png", "cost_logistic.md", "cost_logistic.png"]),
     ("posteriordb", "posteriordb reference posteriors (not in the paper)",
      "Not in the paper: a test of the claim that PMD is a black-box method (Table 1) on 12 posteriors with "
      "reference draws.",
-     ["table_posteriordb.md", "posteriordb.png"]),
+     ["table_posteriordb.md", "posteriordb.png", "cost_posteriordb.md", "cost_posteriordb.png"]),
     ("sparse_gp", "Sparse Gaussian processes (section 6, Figure 2(2), Figure 4; F.1, H.3)",
      "Section 6: on YearPredictionMSD PMD has the best RMSE (0.027), significantly better than one-pass SMC and "
      "SVI; Figure 4: PMD's predictive approaches the truth within 80 iterations.",
-     ["table_sparse_gp.md", "figure2_sparse_gp.png", "figure4.png"]),
+     ["table_sparse_gp.md", "figure2_sparse_gp.png", "figure4.png", "cost_sparse_gp.md",
+      "cost_sparse_gp.png"]),
     ("lda", "Latent Dirichlet allocation (section 6, Figure 2(3), Figure 5; F.2, H.4)",
      "Section 6: PMD with one particle reaches the best held-out perplexity on Wikipedia, significantly better "
      "than SGRLD and SVI; SMC does well early.",
-     ["table_lda.md", "figure2_lda.png", "figure5.png", "table_lda_grid.md"]),
+     ["table_lda.md", "figure2_lda.png", "figure5.png", "table_lda_grid.md", "cost_lda.md", "cost_lda.png"]),
 ]
 
 CSS = """

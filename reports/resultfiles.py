@@ -33,6 +33,15 @@ def runs_by_method(paths: list[str | Path]) -> dict[str, list[tuple[dict, dict]]
     return {method: [load_npz(f) for f in sorted(files, key=seed)] for method, files in groups.items()}
 
 
+def runs_by_group(paths: list[str | Path], key: str) -> dict[str, dict[str, list[tuple[dict, dict]]]]:
+    """``group -> method -> runs`` (:func:`runs_by_method`): run files split by the value of
+    ``meta[key]`` (e.g. ``posterior`` or ``problem``), groups in the order they first appear."""
+    groups: dict[str, list[str | Path]] = {}
+    for path in paths:
+        groups.setdefault(load_npz(path)[1][key], []).append(path)
+    return {group: runs_by_method(files) for group, files in groups.items()}
+
+
 def curve_stats(runs: list[tuple[dict, dict]], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(visited, mean, std)`` of ``curve/<metric>`` over runs (truncated to the shortest run)."""
     n = min(len(a["visited"]) for a, _ in runs)

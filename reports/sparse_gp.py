@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
-                          runs_by_method)
+                          runs_by_group)
 from .table_logistic import _pm  # noqa: E402  (mean ± sd over seeds, as the logistic table writes it)
 
 PAPER_RMSE = 0.027
@@ -46,13 +46,11 @@ def by_problem(truth_files: list[str | Path], run_files: list[str | Path]) -> di
     for path in truth_files:
         arrays, meta = load_npz(path)
         truths[meta["problem"]] = (arrays, meta)
-    groups: dict[str, list] = {}
-    for path in run_files:
-        groups.setdefault(load_npz(path)[1]["problem"], []).append(path)
+    groups = runs_by_group(run_files, "problem")
     missing = set(groups) - set(truths)
     if missing:
         raise FileNotFoundError(f"no truth file for the problems {sorted(missing)} of the runs")
-    return {p: (truths[p], runs_by_method(files)) for p, files in groups.items()}
+    return {p: (truths[p], runs_by) for p, runs_by in groups.items()}
 
 
 def _final(runs, metric):

@@ -29,6 +29,9 @@ The Snakemake rules call these verbs; they work the same by hand::
         --out results/figures/table_sparse_gp.md --figure results/figures/figure2_sparse_gp.png
     pmd-bench report figure4 --data results/sparse_gp/gp1d/truth.npz \
         --runs results/sparse_gp/gp1d/runs/pmd/seed*.npz --out results/figures/figure4.png
+    pmd-bench report cost --experiment mixture --data results/mixture/data.npz \
+        --runs results/mixture/runs/*/seed*.npz --out results/figures/cost_mixture.md \
+        --figure results/figures/cost_mixture.png
     pmd-bench --config workflow/config/ci.yaml regress --only mixture/pmd rate
 """
 
@@ -104,12 +107,14 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="render a figure or table from result files")
     p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "figure4", "sparse-gp",
-                                     "lda", "figure5", "lda-grid"])
-    p.add_argument("--data", required=True, nargs="+",
-                   help="the experiment's data file (figure1), reference (logistic) or floor files (posteriordb)")
+                                     "lda", "figure5", "lda-grid", "cost"])
+    p.add_argument("--data", nargs="+", help="the experiment's data file (figure1), reference (logistic) or floor "
+                                             "files (posteriordb); cost: the data file holding the floor (mixture)")
     p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
     p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
-    p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb)")
+    p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb); the figure (.png) of the table "
+                                    "(sparse-gp, lda, cost)")
+    p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost: the experiment whose runs are compared")
 
     p = sub.add_parser("table1", help="measure Table 1 (section 5) on the conjugate model, or render it")
     p.add_argument("what", choices=["rate", "cost", "black-box", "render"])
@@ -331,6 +336,16 @@ def main(argv: list[str] | None = None) -> int:
             save_json(args.out, result)
             rate_report.render(args.out, Path(args.out).with_suffix(".png"))
             print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
+        elif args.verb == "report" and args.what == "cost":
+            from reports import cost
+
+            if not (args.experiment and args.figure):
+                raise ValueError("report cost needs --experiment and --figure (the figure's .png)")
+            if args.data and len(args.data) != 1:
+                raise ValueError(f"report cost takes at most one --data file, got {len(args.data)}")
+            cost.render(args.experiment, args.runs, args.out, args.figure, args.data[0] if args.data else None)
+        elif args.verb == "report" and not args.data:
+            raise ValueError(f"report {args.what} needs --data")
         elif args.verb == "report" and args.what == "sparse-gp":
             from reports import sparse_gp as sparse_gp_report
 

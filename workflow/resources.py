@@ -78,6 +78,8 @@ ANCHORS: dict[str, Anchor] = {
     "lda_peer_check": Anchor(41, FIGURE_MB, source="as lda_figures: the same table and panel, of more runs"),
     "lda_grid_table": Anchor(9, FIGURE_MB, source="9 s, lda_grid config"),
     "posteriordb_report": Anchor(7, FIGURE_MB, source="7 s, default config"),
+    "cost_report": Anchor(8, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
+                          "(2026-11-26)"),
     "posteriordb_unavailable": Anchor(1, PROCESS_MB, source="a shell echo that fails: no Python process"),
     "table1_render": Anchor(42, FIGURE_MB, source="42 s, ci config"),
     "report_html": Anchor(60, FIGURE_MB, source="not in the logs: as the slowest figure job, rounded up"),

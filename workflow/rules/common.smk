@@ -9,6 +9,9 @@ import yaml
 from workflow.resources import batch_resources, job_resources
 
 ALL_TARGETS = []
+# experiment -> the inputs of its cost-to-threshold report (cost.smk): its run files and, where the
+# criterion needs one, the data file holding the floor; each experiment's rule file registers its own.
+COST_INPUTS = {}
 # The CLI through this interpreter: no PATH set-up needed (`pmd-bench` is the same entry point).
 PMD_BENCH = f"{shlex.quote(sys.executable)} -m workflow.cli"
 RESOLVED_CONFIG = f"{RESULTS}/config.yaml"

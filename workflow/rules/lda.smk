@@ -23,6 +23,8 @@ else:
     FIGURE2_LDA = f"{RESULTS}/figures/figure2_lda.png"
     FIGURE5 = f"{RESULTS}/figures/figure5.png"
     TABLE_LDA_GRID = f"{RESULTS}/figures/table_lda_grid.md"
+    LDA_RUNS = expand(f"{LDA_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LDA_METHODS, seed=LDA_SEEDS)
+    COST_INPUTS["lda"] = {"runs": LDA_RUNS}
     # grid points as wildcards: eta<η>_n0<n₀>_kappa<κ>
     LDA_GRID = LDA.get("grid")
     LDA_POINTS = (
@@ -55,7 +57,7 @@ else:
     rule lda_figures:
         input:
             data=LDA_CORPUS,
-            runs=expand(f"{LDA_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LDA_METHODS, seed=LDA_SEEDS),
+            runs=LDA_RUNS,
             fig5=expand(f"{LDA_DIR}/runs/{LDA['figure5']['method']}/seed{{seed}}.npz", seed=LDA_SEEDS),
             config=RESOLVED_CONFIG,
         output:

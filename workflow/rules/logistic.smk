@@ -6,6 +6,8 @@ LOG_METHODS = list(config["logistic"]["methods"])
 LOG_SEEDS = list(range(config["logistic"]["seeds"]))
 FIGURE2 = f"{RESULTS}/figures/figure2.png"
 TABLE_LOGISTIC = f"{RESULTS}/figures/table_logistic.md"
+LOG_RUNS = expand(f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LOG_METHODS, seed=LOG_SEEDS)
+COST_INPUTS["logistic"] = {"runs": LOG_RUNS}
 
 ALL_TARGETS.extend([FIGURE2, TABLE_LOGISTIC])
 
@@ -74,7 +76,7 @@ else:
 rule logistic_figures:
     input:
         reference=f"{LOG_DIR}/reference.npz",
-        runs=expand(f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LOG_METHODS, seed=LOG_SEEDS),
+        runs=LOG_RUNS,
     output:
         figure2=FIGURE2,
         summary=f"{RESULTS}/figures/figure2.json",

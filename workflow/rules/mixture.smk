@@ -3,6 +3,8 @@ MIX_DIR = f"{RESULTS}/mixture"
 MIX_METHODS = list(config["mixture"]["methods"])
 MIX_SEEDS = list(range(config["mixture"]["seeds"]))
 FIGURE1 = f"{RESULTS}/figures/figure1.png"
+MIX_RUNS = expand(f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz", method=MIX_METHODS, seed=MIX_SEEDS)
+COST_INPUTS["mixture"] = {"data": f"{MIX_DIR}/data.npz", "runs": MIX_RUNS}
 
 ALL_TARGETS.append(FIGURE1)
 
@@ -67,7 +69,7 @@ else:
 rule mixture_figures:
     input:
         data=f"{MIX_DIR}/data.npz",
-        runs=expand(f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz", method=MIX_METHODS, seed=MIX_SEEDS),
+        runs=MIX_RUNS,
     output:
         figure1=FIGURE1,
         figure3=f"{RESULTS}/figures/figure3.png",

@@ -18,6 +18,8 @@ if _PDB_SKIP:
         output:
             f"{RESULTS}/figures/table_posteriordb.md",
             f"{RESULTS}/figures/posteriordb.png",
+            f"{RESULTS}/figures/cost_posteriordb.md",
+            f"{RESULTS}/figures/cost_posteriordb.png",
         localrule: True
         threads: 1
         resources:
@@ -33,6 +35,13 @@ else:
     PDB_SEEDS = list(range(config["posteriordb"]["seeds"]))
     TABLE_POSTERIORDB = f"{RESULTS}/figures/table_posteriordb.md"
     FIGURE_POSTERIORDB = f"{RESULTS}/figures/posteriordb.png"
+    PDB_RUNS = expand(
+        f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
+        posterior=PDB_POSTERIORS,
+        method=PDB_METHODS,
+        seed=PDB_SEEDS,
+    )
+    COST_INPUTS["posteriordb"] = {"runs": PDB_RUNS}
 
     ALL_TARGETS.extend([TABLE_POSTERIORDB, FIGURE_POSTERIORDB])
 
@@ -74,12 +83,7 @@ else:
     rule posteriordb_report:
         input:
             floors=expand(f"{PDB_DIR}/floors/{{posterior}}.json", posterior=PDB_POSTERIORS),
-            runs=expand(
-                f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
-                posterior=PDB_POSTERIORS,
-                method=PDB_METHODS,
-                seed=PDB_SEEDS,
-            ),
+            runs=PDB_RUNS,
         output:
             table=TABLE_POSTERIORDB,
             summary=f"{RESULTS}/figures/table_posteriordb.json",

@@ -16,6 +16,9 @@ else:
     FIGURE2_SGP = f"{RESULTS}/figures/figure2_sparse_gp.png"
     TABLE_SGP = f"{RESULTS}/figures/table_sparse_gp.md"
     FIGURE4 = f"{RESULTS}/figures/figure4.png"
+    SGP_RUNS = expand(f"{SGP_DIR}/{{problem}}/runs/{{method}}/seed{{seed}}.npz", problem=SGP_PROBLEMS,
+                      method=SGP_METHODS, seed=SGP_SEEDS)
+    COST_INPUTS["sparse_gp"] = {"runs": SGP_RUNS}
 
     ALL_TARGETS.extend([FIGURE2_SGP, TABLE_SGP] + ([FIGURE4] if "gp1d" in SGP_PROBLEMS else []))
 
@@ -78,8 +81,7 @@ else:
     rule sparse_gp_figures:
         input:
             truths=expand(f"{SGP_DIR}/{{problem}}/truth.npz", problem=SGP_PROBLEMS),
-            runs=expand(f"{SGP_DIR}/{{problem}}/runs/{{method}}/seed{{seed}}.npz", problem=SGP_PROBLEMS,
-                        method=SGP_METHODS, seed=SGP_SEEDS),
+            runs=SGP_RUNS,
         output:
             figure=FIGURE2_SGP,
             summary=f"{RESULTS}/figures/figure2_sparse_gp.json",

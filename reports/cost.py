@@ -1,0 +1,308 @@
+"""The equal-cost view (issue 30, "cost on the axis"): what each method spends to reach an
+experiment's accuracy criterion, from result files, as a Markdown table and a figure.
+
+Every run file holds its curves ``curve/<metric>`` at each evaluation and, at each, the cost spent
+so far in three measures (:data:`COSTS`): ``visited`` (data points read), ``wall_time`` (seconds of
+stepping, compilation included, evaluation excluded) and ``work`` (``curve/evals`` +
+``curve/grad_evals``: likelihood-term evaluations plus their gradients, :data:`pmd.runner.WORK`;
+NaN for a method that does not count them, and for run files written before it was counted).
+
+* Cost to threshold (:func:`cost_to_threshold`): per run, the cost at the FIRST evaluation at
+  which the criterion (:data:`THRESHOLDS`) holds; no interpolation between evaluations, and a later
+  evaluation that falls back above the threshold does not undo it. A run that never meets it has
+  not reached it within its own budget (the cap: the run's passes over the data); a failed run
+  (no curves) has not reached it either. Per method: each seed's cost, how many seeds reached, and
+  the median over ALL seeds with a seed that did not reach counted as infinite (so the median is a
+  cost only when at least half the seeds reached).
+* The table: rows = methods. One accuracy target per experiment (mixture, logistic, LDA): the
+  seeds that reached and the median (each seed's) cost in every measure. Several (posteriordb's
+  posteriors, the sparse GP's problems): one column per target, each cell the median cost in the
+  main measure (``work`` when every run counts it, else ``visited``). Under it, PMD's (label
+  ``pmd``) rank in the main measure: by the share of targets (one target: of its seeds) reached,
+  then the median cost (several targets: the median of its cells' medians over those reached).
+* The figure: the criterion's score against cost (log x-axis), one line per method: at each
+  evaluation the median over seeds of the cost and of the score (runs cut to the shortest), the
+  threshold as a horizontal line. One target: a row of panels, one per measure some run counts;
+  several: one panel per target in the main measure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from pmd.runner import WORK  # noqa: E402
+
+from .posteriordb import GOAL  # noqa: E402
+from .resultfiles import atomic_path, load_npz, runs_by_group, runs_by_method  # noqa: E402
+
+PMD_LABEL = "pmd"
+COSTS = {
+    "visited": "data points visited",
+    "wall_time": "stepping seconds (compilation included, evaluation excluded)",
+    "work": "likelihood-term evaluations + gradients (evals + grad_evals)",
+}
+
+Runs = list[tuple[dict, dict]]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """An experiment's accuracy criterion on its curves ``metrics``. Absolute (``bounds``): every
+    ``|metric_k| ≤ bounds[k]``, scored as ``max_k |metric_k| / bounds[k]`` against a threshold of 1.
+    Relative: ``metrics[0] ≤ factor ×`` a reference value, scored as the metric itself: the data
+    file's ``floor[metrics[0]]`` (``reference="floor"``) or the lowest of the methods' final values
+    (``reference="best"``; each method's final value is its mean over seeds). ``group``: the run
+    files' meta key that splits them into separate targets (posteriors, problems)."""
+
+    wording: str
+    metrics: tuple[str, ...]
+    bounds: tuple[float, ...] = ()
+    factor: float = 1.0
+    reference: str = ""
+    group: str | None = None
+
+    def label(self) -> str:
+        """What :meth:`score` is, in words (the figure's y-axis)."""
+        if self.bounds:
+            return "max(" + ", ".join(f"|{m}| / {b:g}" for m, b in zip(self.metrics, self.bounds)) + ")"
+        return self.metrics[0]
+
+    def score(self, arrays: dict) -> np.ndarray:
+        """The criterion's score at each evaluation of a run (lower is better; met at ≤ the threshold)."""
+        if self.bounds:
+            return np.max([np.abs(arrays[f"curve/{m}"]) / b for m, b in zip(self.metrics, self.bounds)], axis=0)
+        return arrays[f"curve/{self.metrics[0]}"]
+
+    def threshold(self, runs: dict[str, Runs], data: str | Path | None = None) -> float:
+        """The score the criterion asks for, given the target's runs by method and, for a floor, the
+        experiment's data file."""
+        if self.bounds:
+            return 1.0
+        metric = self.metrics[0]
+        if self.reference == "floor":
+            if data is None:
+                raise ValueError(f"the criterion '{self.wording}' needs --data (the data file holding the floor)")
+            return self.factor * load_npz(data)[1]["floor"][metric]
+        finals = [np.mean([a[f"curve/{metric}"][-1] for a, _ in rs if len(a["visited"])]) for rs in runs.values()]
+        return self.factor * float(np.nanmin(finals))
+
+    def applies(self, runs: dict[str, Runs]) -> bool:
+        """Whether some run of the target has every curve the criterion reads."""
+        return any(all(f"curve/{m}" in a for m in self.metrics) for rs in runs.values() for a, _ in rs)
+
+
+# The thresholds of issue 30 ("cost on the axis"), one per experiment, in the issue's words:
+THRESHOLDS = {
+    # posteriordb: "max |mean error| ≤ 0.5 reference sd AND max |log sd ratio| ≤ 0.3" (issue 11's goal)
+    "posteriordb": Criterion("max |mean error| ≤ 0.5 reference sd and max |log sd ratio| ≤ 0.3",
+                             ("mean_error_max", "log_std_ratio_max"), bounds=GOAL, group="posterior"),
+    # logistic: "the same two", on the logistic table's metrics against the NUTS reference
+    "logistic": Criterion("|mean error| ≤ 0.5 reference sd and |log σ_q/σ_ref| ≤ 0.3",
+                          ("mean_error", "log_std_ratio"), bounds=GOAL),
+    # mixture: "tv ≤ 1.5 × the floor's tv" (the floor: exact posterior draws, in the data file)
+    "mixture": Criterion("tv ≤ 1.5 × the exact-draws floor's tv", ("tv",), factor=1.5, reference="floor"),
+    # sparse GP: "test RMSE within 1% of the best final RMSE among methods"
+    "sparse_gp": Criterion("test RMSE within 1% of the best final test RMSE among methods", ("test_rmse",),
+                           factor=1.01, reference="best", group="problem"),
+    # LDA: "log_perplexity within 1% of the best final"
+    "lda": Criterion("log_perplexity within 1% of the best final among methods", ("log_perplexity",),
+                     factor=1.01, reference="best"),
+}
+
+
+@dataclass(frozen=True)
+class Reach:
+    """One method's cost to threshold: each seed's cost at its first evaluation meeting the
+    criterion (``inf``: not reached within the run's budget; NaN: reached, but the run does not
+    count this cost)."""
+
+    costs: tuple[float, ...]
+
+    @property
+    def reached(self) -> int:
+        """Seeds that met the criterion at some evaluation."""
+        return sum(not math.isinf(c) for c in self.costs)
+
+    @property
+    def median(self) -> float:
+        """The median over all seeds, ``inf`` for one not reached: ``inf`` unless at least half reached;
+        NaN when a seed that reached did not count the cost."""
+        return float(np.median(self.costs))
+
+
+def cost_curve(arrays: dict, cost: str) -> np.ndarray:
+    """A run's cost spent by each evaluation in the measure ``cost`` (a key of :data:`COSTS`)."""
+    if cost == "visited":
+        return np.asarray(arrays["visited"], float)
+    missing = np.full(len(arrays["visited"]), np.nan)
+    if cost == "wall_time":
+        return arrays.get("curve/wall_time", missing)
+    if cost == "work":
+        return sum(arrays.get(f"curve/{name}", missing) for name in WORK)
+    raise ValueError(f"unknown cost measure {cost!r}: one of {', '.join(COSTS)}")
+
+
+def cost_to_threshold(runs: dict[str, Runs], metric_fn: Callable[[dict], np.ndarray],
+                      threshold_fn: Callable[[dict[str, Runs]], float], cost: str) -> dict[str, Reach]:
+    """Per method, each run's cost (measure ``cost``) at the first evaluation where ``metric_fn`` of
+    its arrays is at most ``threshold_fn(runs)`` (no interpolation; module docstring)."""
+    threshold = threshold_fn(runs)
+    out = {}
+    for method, rs in runs.items():
+        costs = []
+        for arrays, _ in rs:
+            hits = np.flatnonzero(metric_fn(arrays) <= threshold) if len(arrays["visited"]) else []
+            costs.append(float(cost_curve(arrays, cost)[hits[0]]) if len(hits) else math.inf)
+        out[method] = Reach(tuple(costs))
+    return out
+
+
+def _counted(runs: list[tuple[dict, dict]], cost: str) -> list[bool]:
+    """For each run that has curves: whether it counts ``cost`` (its final value is finite)."""
+    return [bool(np.isfinite(cost_curve(a, cost)[-1])) for a, _ in runs if len(a["visited"])]
+
+
+def _fmt(value: float, cost: str) -> str:
+    if math.isinf(value):
+        return "—"
+    if math.isnan(value):
+        return "not counted"
+    return f"{value:,.0f}" if cost == "visited" else f"{value:.3g}"
+
+
+def rank_sentence(keys: dict[str, tuple[int, int, float]], cost: str, unit: str) -> str:
+    """PMD's rank among the methods by ``keys[method] = (reached, out of, median cost)``: the larger
+    share of ``unit`` reached first, then the lower median cost (in ``cost``); ties share the better rank."""
+    if PMD_LABEL not in keys:
+        return f"No `{PMD_LABEL}` runs: PMD is not ranked."
+    order = lambda method: (-keys[method][0] / keys[method][1], keys[method][2])  # noqa: E731
+    ahead = [m for m in keys if order(m) < order(PMD_LABEL)]
+    reached, total, median = keys[PMD_LABEL]
+    where = (f"behind {', '.join(f'`{m}`' for m in ahead)}" if ahead else
+             "ahead of or level with every other method" if reached else "no method is ahead, but it reached nothing")
+    return (f"PMD (`{PMD_LABEL}`) ranks **{len(ahead) + 1} of {len(keys)}** at equal cost ({COSTS[cost]}; ranked "
+            f"by the share of {unit} reached, then median cost to threshold): {reached}/{total} {unit} reached, "
+            f"median cost {_fmt(median, cost)}; {where}.")
+
+
+def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresholds: dict[str, float],
+          main: str, notes: list[str]) -> str:
+    """The Markdown text (module docstring) of ``reach[target][cost][method]``."""
+    criterion = THRESHOLDS[experiment]
+    targets = list(reach)
+    methods = list(dict.fromkeys(m for t in targets for m in reach[t][main]))
+    head = [f"# Cost to threshold: {experiment}", "",
+            f"Criterion (issue 30): {criterion.wording}; score {criterion.label()} ≤ "
+            + (f"{thresholds[targets[0]]:.4g}" if len(set(thresholds.values())) == 1 else
+               ", ".join(f"{v:.4g} ({t})" for t, v in thresholds.items())) + ". "
+            "Cost to threshold: the cost spent by the first evaluation at which the criterion holds (no "
+            "interpolation between evaluations); — = not reached within the run's budget. Median over all "
+            "seeds, a seed that did not reach counted as infinite. Costs: "
+            + "; ".join(f"{c}: {w}" for c, w in COSTS.items()) + ".", ""]
+    if len(targets) == 1:
+        (target,) = targets
+        costs = list(reach[target])
+        header = ["method", "seeds reached", *(f"{c}: median (each seed)" for c in costs)]
+        rows = [[m, f"{reach[target][main][m].reached}/{len(reach[target][main][m].costs)}",
+                 *(f"{_fmt(r.median, c)} ({', '.join(_fmt(x, c) for x in r.costs)})"
+                   for c in costs for r in [reach[target][c][m]])] for m in methods]
+        keys = {m: (r.reached, len(r.costs), r.median) for m in methods for r in [reach[target][main][m]]}
+        unit = "seeds"
+    else:
+        header = ["method", f"{criterion.group}s reached", *targets]
+        cells = {m: {t: reach[t][main][m] for t in targets if m in reach[t][main]} for m in methods}
+        reached = {m: [r.median for r in cells[m].values() if math.isfinite(r.median)] for m in methods}
+        rows = [[m, f"{len(reached[m])}/{len(targets)}",
+                 *(f"{_fmt(r.median, main)} ({r.reached}/{len(r.costs)})" if (r := cells[m].get(t)) else "no runs"
+                   for t in targets)] for m in methods]
+        keys = {m: (len(reached[m]), len(targets), float(np.median(reached[m])) if reached[m] else math.inf)
+                for m in methods}
+        unit = f"{criterion.group}s"
+        head.append(f"Each cell: the median {main} to threshold ({COSTS[main]}) and the seeds that reached.")
+        head.append("")
+    lines = [*head, "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+             *("| " + " | ".join(r) + " |" for r in rows), "", rank_sentence(keys, main, unit), "", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def _median_curve(runs: Runs, score: Callable[[dict], np.ndarray], cost: str) -> tuple[np.ndarray, np.ndarray]:
+    """At each evaluation (runs cut to the shortest; failed runs left out) the median over seeds of
+    the cost and of the score, where the cost is positive (a log axis)."""
+    runs = [a for a, _ in runs if len(a["visited"])]
+    if not runs:
+        return np.zeros(0), np.zeros(0)
+    n = min(len(a["visited"]) for a in runs)
+    x = np.median([cost_curve(a, cost)[:n] for a in runs], axis=0)
+    y = np.median([score(a)[:n] for a in runs], axis=0)
+    keep = np.isfinite(x) & (x > 0)
+    return x[keep], y[keep]
+
+
+def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict[str, float],
+           panels: list[tuple[str, str]], out: str | Path) -> None:
+    """One panel per ``(target, cost)`` of ``panels``: each method's median score against cost (log
+    x-axis) and the threshold; the legend outside the panels, on the right."""
+    criterion = THRESHOLDS[experiment]
+    cols = min(len(panels), 4 if len(groups) > 1 else len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    colors = {m: f"C{i % 10}" for i, m in enumerate(dict.fromkeys(m for g in groups.values() for m in g))}
+    for ax, (target, cost) in zip(axes.flat, panels):
+        for method, runs in groups[target].items():
+            x, y = _median_curve(runs, criterion.score, cost)
+            if len(x):
+                ax.plot(x, y, marker=".", ms=3, color=colors[method], label=method)
+        ax.axhline(thresholds[target], color="k", ls="--", lw=1, label="threshold")
+        ax.set(xscale="log", xlabel=COSTS[cost] if cost != "work" else "work (evals + grad_evals)",
+               title=target if len(groups) > 1 else cost)
+        ax.set_ylabel(criterion.label(), fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_axis_off()
+    handles = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.suptitle(f"{experiment}: accuracy against cost (median over seeds); criterion: {criterion.wording}",
+                 fontsize=9)
+    fig.tight_layout()
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def render(experiment: str, run_files: list[str | Path], out: str | Path, figure_out: str | Path,
+           data: str | Path | None = None) -> str:
+    """Write ``experiment``'s cost-to-threshold table to ``out`` and its figure to ``figure_out``
+    (module docstring); ``data``: the data file holding the floor where the criterion needs one."""
+    if experiment not in THRESHOLDS:
+        raise ValueError(f"no cost criterion for the experiment {experiment!r}: one of {', '.join(THRESHOLDS)}")
+    criterion = THRESHOLDS[experiment]
+    groups = runs_by_group(run_files, criterion.group) if criterion.group else {"": runs_by_method(run_files)}
+    notes = [f"Left out: {criterion.group} `{g}` (its runs have no {', '.join(criterion.metrics)} curve)."
+             for g, runs in groups.items() if not criterion.applies(runs)]
+    groups = {g: runs for g, runs in groups.items() if criterion.applies(runs)}
+    if not groups:
+        raise ValueError(f"no run has the curves {', '.join(criterion.metrics)} that the {experiment} criterion reads")
+    thresholds = {g: criterion.threshold(runs, data) for g, runs in groups.items()}
+    every = [run for runs in groups.values() for rs in runs.values() for run in rs]
+    costs = [c for c in COSTS if any(_counted(every, c))]
+    main = "work" if all(_counted(every, "work")) else "visited"
+    reach = {g: {c: cost_to_threshold(runs, criterion.score, lambda _, g=g: thresholds[g], c) for c in costs}
+             for g, runs in groups.items()}
+    if main != "work" and "work" in costs:
+        notes.append("Work is counted by some methods only (\"not counted\": the others), so the main measure is "
+                     "data points visited.")
+    text = table(experiment, reach, thresholds, main, notes)
+    with atomic_path(out) as tmp:
+        tmp.write_text(text)
+    panels = [(g, main) for g in groups] if len(groups) > 1 else [(g, c) for g in groups for c in costs]
+    figure(experiment, groups, thresholds, panels, figure_out)
+    return text

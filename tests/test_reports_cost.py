@@ -1,0 +1,143 @@
+"""The equal-cost view (reports/cost.py, issue 30): cost to threshold on hand-made curves, the
+table's PMD-rank sentence, the figure, and ``pmd-bench report cost`` end to end on fake run files."""
+
+import math
+
+import numpy as np
+import pytest
+
+from reports import cost
+from workflow import cli
+from workflow.results import save_npz
+
+VISITED = np.array([0, 10, 20, 30, 40])
+
+
+def run(curves: dict, wall=(0.0, 1.0, 2.0, 3.0, 4.0), evals=(0.0, 5.0, 10.0, 15.0, 20.0), grads=None):
+    """A run's arrays: ``curve/<metric>`` at VISITED, its wall time and work (None: not counted)."""
+    arrays = {"visited": VISITED, "curve/wall_time": np.asarray(wall, float),
+              **{f"curve/{k}": np.asarray(v, float) for k, v in curves.items()}}
+    if evals is not None:
+        arrays["curve/evals"] = np.asarray(evals, float)
+        arrays["curve/grad_evals"] = np.asarray(evals if grads is None else grads, float)
+    return arrays
+
+
+def tv(arrays):
+    return arrays["curve/tv"]
+
+
+def test_the_cost_is_read_at_the_first_evaluation_meeting_the_threshold_without_interpolation():
+    runs = {"pmd": [(run({"tv": [1.0, 0.6, 0.4, 0.7, 0.3]}), {}),  # met at 20, left at 30: still 20
+                    (run({"tv": [1.0, 0.9, 0.8, 0.5, 0.4]}), {}),  # exactly at the threshold at 30
+                    (run({"tv": [1.0, 0.9, 0.8, 0.7, 0.6]}), {})]}  # never: not reached
+    visited = cost.cost_to_threshold(runs, tv, lambda r: 0.5, "visited")["pmd"]
+    assert visited.costs == (20.0, 30.0, math.inf)
+    assert visited.reached == 2 and visited.median == 30.0
+    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "wall_time")["pmd"].costs == (2.0, 3.0, math.inf)
+    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "work")["pmd"].costs == (20.0, 30.0, math.inf)
+
+
+def test_not_reached_by_half_the_seeds_has_no_median_cost():
+    runs = {"svgd": [(run({"tv": [1.0, 0.4, 0.4, 0.4, 0.4]}), {}), (run({"tv": [1.0] * 5}), {})]}
+    reach = cost.cost_to_threshold(runs, tv, lambda r: 0.5, "visited")["svgd"]
+    assert reach.reached == 1 and math.isinf(reach.median)
+    failed = {"svgd": [({"visited": np.zeros(0, np.int64)}, {"status": "failed"})]}  # no curves at all
+    assert cost.cost_to_threshold(failed, tv, lambda r: 0.5, "visited")["svgd"].reached == 0
+
+
+def test_uncounted_work_is_nan_not_a_cost():
+    uncounted = run({"tv": [1.0, 0.4, 0.4, 0.4, 0.4]}, evals=(0.0, *[np.nan] * 4))
+    before = run({"tv": [1.0, 0.4, 0.4, 0.4, 0.4]}, evals=None)  # a run file written before work was counted
+    reach = cost.cost_to_threshold({"gibbs": [(uncounted, {}), (before, {})]}, tv, lambda r: 0.5, "work")["gibbs"]
+    assert reach.reached == 2 and all(math.isnan(c) for c in reach.costs) and math.isnan(reach.median)
+    assert cost._fmt(reach.median, "work") == "not counted" and cost._fmt(math.inf, "work") == "—"
+
+
+def test_the_absolute_criteria_ask_for_both_bounds():
+    logistic = cost.THRESHOLDS["logistic"]
+    arrays = run({"mean_error": [0.4, 0.4, 0.4, 0.6, 0.4], "log_std_ratio": [-0.35, -0.25, 0.31, -0.1, 0.29]})
+    assert list(logistic.score(arrays) <= logistic.threshold({})) == [False, True, False, False, True]
+
+
+def test_relative_thresholds_come_from_the_floor_and_from_the_best_final(tmp_path):
+    data = tmp_path / "data.npz"
+    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.2}})
+    assert cost.THRESHOLDS["mixture"].threshold({}, data) == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="--data"):
+        cost.THRESHOLDS["mixture"].threshold({})
+    runs = {"pmd": [(run({"log_perplexity": [9, 8, 7.1, 7.0, 7.0]}), {}), (run({"log_perplexity": [9] * 4 + [8]}), {})],
+            "svi": [(run({"log_perplexity": [9, 8, 7.5, 7.4, 7.4]}), {})]}
+    assert cost.THRESHOLDS["lda"].threshold(runs) == pytest.approx(1.01 * 7.4)  # svi's 7.4 beats pmd's mean 7.5
+
+
+def test_the_rank_sentence_says_where_pmd_stands():
+    behind = cost.rank_sentence({"pmd": (2, 4, 100.0), "smc": (3, 4, 900.0), "svgd": (2, 4, 50.0),
+                                 "sgld": (1, 4, 10.0)}, "visited", "posteriors")
+    assert "ranks **3 of 4**" in behind and "behind `smc`, `svgd`" in behind and "2/4 posteriors reached" in behind
+    # by the share of seeds: 2 of 2 beats 6 of 10, whatever the cost
+    ahead = cost.rank_sentence({"pmd": (2, 2, 100.0), "smc": (6, 10, 50.0), "svi": (2, 2, 100.0)}, "work", "seeds")
+    assert "ranks **1 of 3**" in ahead and "ahead of or level with every other method" in ahead
+    assert "ranks **2 of 2**" in cost.rank_sentence({"pmd": (6, 10, 50.0), "smc": (2, 2, 900.0)}, "work", "seeds")
+    assert "not ranked" in cost.rank_sentence({"smc": (3, 3, 900.0)}, "work", "seeds")
+
+
+def write_runs(root, curves_by_method: dict, group: dict | None = None, **kwargs) -> list:
+    """Run files ``root/<method>/seed<k>.npz`` of the curves given per method and seed."""
+    paths = []
+    for method, seeds in curves_by_method.items():
+        for k, curves in enumerate(seeds):
+            path = root / method / f"seed{k}.npz"
+            save_npz(path, run(curves, **kwargs.get(method, {})), {"method": method, "seed": k, **(group or {})})
+            paths.append(str(path))
+    return paths
+
+
+def test_posteriordb_table_has_a_column_per_posterior_and_ranks_pmd(tmp_path):
+    good = {"mean_error_max": [2.0, 0.4, 0.3, 0.3, 0.3], "log_std_ratio_max": [1.0, 0.2, 0.2, 0.2, 0.2]}
+    late = {"mean_error_max": [2.0, 1.0, 1.0, 0.4, 0.3], "log_std_ratio_max": [1.0, 0.2, 0.2, 0.2, 0.2]}
+    never = {"mean_error_max": [2.0] * 5, "log_std_ratio_max": [1.0] * 5}
+    files = (write_runs(tmp_path / "a", {"pmd": [good, good], "svgd": [late, late]}, {"posterior": "a"})
+             + write_runs(tmp_path / "b", {"pmd": [good, never], "svgd": [late, late]}, {"posterior": "b"}))
+    text = cost.render("posteriordb", files, tmp_path / "cost.md", tmp_path / "cost.png")
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert rows["method"].split(" | ")[2:] == ["a", "b |"]
+    assert rows["pmd"] == "| pmd | 1/2 | 10 (2/2) | — (1/2) |"  # work = evals + grads: 5 + 5 at visited 10
+    assert rows["svgd"] == "| svgd | 2/2 | 30 (2/2) | 30 (2/2) |"
+    assert "PMD (`pmd`) ranks **2 of 2**" in text and "behind `svgd`" in text
+    assert (tmp_path / "cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sparse_gp_leaves_out_a_problem_without_test_rmse(tmp_path):
+    files = (write_runs(tmp_path / "msd", {"pmd": [{"test_rmse": [1.0, 0.5, 0.3, 0.3, 0.3]}],
+                                          "svi": [{"test_rmse": [1.0, 0.9, 0.5, 0.4, 0.3]}]}, {"problem": "msd"})
+             + write_runs(tmp_path / "gp1d", {"pmd": [{"rmse_exact": [1.0] * 5}]}, {"problem": "gp1d"}))
+    text = cost.render("sparse_gp", files, tmp_path / "cost.md", tmp_path / "cost.png")
+    assert "Left out: problem `gp1d`" in text and "≤ 0.303." in text  # 1.01 × the best final, svi's 0.3
+    assert "| pmd | 1/1 | 20 (20) | 2 (2) | 20 (20) |" in text and "| svi | 1/1 | 40 (40) | 4 (4) | 40 (40) |" in text
+
+
+def test_cli_report_cost_end_to_end_on_the_mixture(tmp_path, capsys):
+    data = tmp_path / "data.npz"
+    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.2}})
+    files = write_runs(tmp_path / "runs", {"pmd": [{"tv": [1.0, 0.5, 0.3, 0.25, 0.25]}] * 2,
+                                           "gibbs": [{"tv": [1.0, 0.9, 0.8, 0.5, 0.28]}] * 2},
+                       gibbs={"evals": (0.0, *[np.nan] * 4)})
+    out, fig = tmp_path / "figures" / "cost_mixture.md", tmp_path / "figures" / "cost_mixture.png"
+    argv = ["report", "cost", "--experiment", "mixture", "--runs", *files, "--out", str(out), "--figure", str(fig)]
+    assert cli.main(argv) == 2 and "--data" in capsys.readouterr().err  # the floor is in the data file
+    assert cli.main([*argv, "--data", str(data)]) == 0
+    text = out.read_text()
+    assert "tv ≤ 1.5 × the exact-draws floor's tv" in text and "≤ 0.3." in text
+    assert "| pmd | 2/2 | 20 (20, 20) | 2 (2, 2) | 20 (20, 20) |" in text
+    assert "| gibbs | 2/2 | 40 (40, 40) | 4 (4, 4) | not counted (not counted, not counted) |" in text
+    assert "main measure is data points visited" in text and "PMD (`pmd`) ranks **1 of 2**" in text
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_report_cost_needs_an_experiment_and_the_other_reports_still_need_data(tmp_path, capsys):
+    files = write_runs(tmp_path, {"pmd": [{"tv": [1.0] * 5}]})
+    assert cli.main(["report", "cost", "--runs", *files, "--out", str(tmp_path / "c.md")]) == 2
+    assert "--experiment" in capsys.readouterr().err
+    assert cli.main(["report", "figure1", "--runs", *files, "--out", str(tmp_path / "f.png")]) == 2
+    assert "report figure1 needs --data" in capsys.readouterr().err
