@@ -60,6 +60,50 @@ def _data_size(data: Any) -> int:
     return sizes.pop()
 
 
+def check_data(data: Any) -> int:
+    """The data set's number of rows, after refusing, with the field and rows named, what no method
+    can use: a leaf that is not an array with the rows on its leading axis (a list of lists, a
+    scalar) and non-finite values (a NaN row would be dropped by PMD's weights and turn SVI's
+    posterior into NaN, silently)."""
+    leaves = jax.tree_util.tree_leaves_with_path(data)
+    if not leaves:
+        raise ConfigError("the data set is empty: pass an array or a pytree of arrays, rows on the leading axis")
+    for path, leaf in leaves:
+        field = jax.tree_util.keystr(path) or "data"
+        if not isinstance(leaf, (np.ndarray, jax.Array)) or np.ndim(leaf) < 1:
+            raise ConfigError(f"data field {field} is a {type(leaf).__name__}, not an array with the rows on "
+                              "its leading axis: pass np.asarray(...) (a list of lists is not a data set)")
+        values = np.asarray(leaf)
+        if np.issubdtype(values.dtype, np.inexact):
+            bad = ~np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1)
+            if bad.any():
+                rows = np.flatnonzero(bad)
+                raise ConfigError(f"data field {field} has non-finite values (NaN or inf) in {len(rows)} row(s), "
+                                  f"first rows {rows[:5].tolist()}: remove or impute them before the run")
+    return _data_size(data)
+
+
+def _check_key(key: Any, name: str = "key") -> None:
+    """A PRNG key, not an integer seed (JAX's own error names neither the argument nor the fix)."""
+    if isinstance(key, (int, np.integer)) or (hasattr(key, "dtype") and np.ndim(key) == 0
+                                               and not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)):
+        raise ConfigError(f"{name} must be a JAX PRNG key such as jax.random.key({int(key)}), got the integer {int(key)}")
+
+
+def _check_method_data(method: InferenceMethod, data: Any) -> None:
+    """A method built with its own copy of the data (``data=``, read by its full-data steps or
+    moves) must have been given the data set the run streams: the two cannot differ silently."""
+    own = getattr(method, "data", None)
+    if own is None or own is data:
+        return
+    same = jax.tree_util.tree_structure(own) == jax.tree_util.tree_structure(data) and all(
+        np.shape(a) == np.shape(b) and np.array_equal(np.asarray(a), np.asarray(b))
+        for a, b in zip(jax.tree_util.tree_leaves(own), jax.tree_util.tree_leaves(data)))
+    if not same:
+        raise ConfigError(f"{type(method).__name__} was built with data= that is not the data set given to the "
+                          "run: pass the same data to both")
+
+
 def batch_indices(seed: int, num_data: int, batch_size: int, num_steps: int) -> np.ndarray:
     """``(num_steps, batch_size)`` row indices: fresh random permutations, one per pass, chained
     so that every batch has ``batch_size`` rows and each pass visits every datum once."""
@@ -93,6 +137,7 @@ class _Plan:
 
 def _plan(method: InferenceMethod, data: Any, key: Array, batch_size: int, num_passes: float) -> _Plan:
     num_data = _data_size(data)
+    _check_key(key)
     if num_data != method.data_size:
         raise ConfigError(f"the data set has {num_data} rows but the method was built with "
                           f"data_size={method.data_size}")
@@ -146,6 +191,8 @@ def run(
     A method with a ``check_num_steps(num_steps)`` is handed the run's length first, to refuse a
     run it cannot use (SGLD's burn-in as long as the run) before any step is taken.
     """
+    check_data(data)
+    _check_method_data(method, data)
     plan = _plan(method, data, key, batch_size, num_passes)
     (result,) = _drive(method, data, [plan], batched=False, batch_size=batch_size, eval_every=eval_every,
                        evaluate=evaluate, loggers=[logger])
@@ -174,8 +221,11 @@ def run_batched(
     libraries are not. A method whose ``batchable`` is false is refused. ``step_seconds`` of each result is the batch's stepping time divided by the
     number of repetitions (its share of the one program).
     """
+    keys = list(keys)  # a list of keys, or an array of them (jax.random.split(key, k))
     if not keys:
         raise ConfigError("run_batched needs at least one key")
+    check_data(data)
+    _check_method_data(method, data)
     if not getattr(method, "batchable", True):
         raise ConfigError(f"{type(method).__name__} with these options runs one repetition at a time "
                           f"(its batchable is false): use run() per key")
