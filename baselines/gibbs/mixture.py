@@ -13,7 +13,9 @@ indicators ``z_n ∈ {0, 1}`` (1: the second component) it is linear-Gaussian gi
 Each sweep reads all ``N`` data points, so the method takes the data set as ``data=``, checks and
 ignores the runner's mini-batch, and reports ``info["visited"] = N``. After ``burn_in`` sweeps
 (H.1: 50) every ``thin``-th sweep is retained; the posterior is the last ``num_particles`` retained
-samples with equal weights. The sampler cannot swap the two modes (that needs every ``z_n`` to
+samples with equal weights. Work (:func:`pmd.interface.work`): step 1 evaluates every datum's
+likelihood term at ``θ`` (its two component densities), step 2 uses the sufficient statistics
+``n1, Σ x_n, Σ z_n x_n`` and evaluates none: ``evals = N`` a sweep, ``grad_evals = 0``. The sampler cannot swap the two modes (that needs every ``z_n`` to
 flip together), so each run stays in one (H.1: "stuck in one local mode in each run").
 """
 
@@ -28,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from pmd.interface import ConfigError, FullDataStep
+from pmd.interface import ConfigError, FullDataStep, work
 from pmd.models.mixture import WellingTehMixture
 from pmd.posterior import ParticlePosterior
 
@@ -125,5 +127,5 @@ class MixtureGibbs(FullDataStep, RetainedChain):
         keep = (t > self.burn_in) & ((t - self.burn_in) % self.thin == 0)
         new = GibbsState(theta=theta, buffer=state.buffer.retain(theta, keep), step=t)
         info = {"visited": jnp.asarray(self.data_size, jnp.int32), "second_component": jnp.mean(z),
-                "retained": keep}
+                "retained": keep, **work(z.shape[0])}
         return new, info
