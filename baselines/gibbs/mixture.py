@@ -13,10 +13,12 @@ indicators ``z_n ∈ {0, 1}`` (1: the second component) it is linear-Gaussian gi
 Each sweep reads all ``N`` data points, so the method takes the data set as ``data=``, checks and
 ignores the runner's mini-batch, and reports ``info["visited"] = N``. After ``burn_in`` sweeps
 (H.1: 50) every ``thin``-th sweep is retained; the posterior is the last ``num_particles`` retained
-samples with equal weights. Work (:func:`pmd.interface.work`): step 1 evaluates every datum's
-likelihood term at ``θ`` (its two component densities), step 2 uses the sufficient statistics
-``n1, Σ x_n, Σ z_n x_n`` and evaluates none: ``evals = N`` a sweep, ``grad_evals = 0``. The sampler cannot swap the two modes (that needs every ``z_n`` to
+samples with equal weights. The sampler cannot swap the two modes (that needs every ``z_n`` to
 flip together), so each run stays in one (H.1: "stuck in one local mode in each run").
+
+Work (:func:`pmd.interface.work`): step 1 evaluates every datum's likelihood term at ``θ`` (its two
+component densities), step 2 uses the sufficient statistics ``n1, Σ x_n, Σ z_n x_n`` and evaluates
+none: ``evals = N`` a sweep, ``grad_evals = 0``.
 """
 
 from __future__ import annotations
