@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import jax
+import jax.numpy as jnp
 
 from .posterior import Posterior
 
@@ -80,6 +81,16 @@ class FullDataStep:
         """One step on ``data`` (default: the data set given at construction); the batch is checked."""
         self.model.check_batch(batch)
         return self._step(key, state, batch, step_data(self, data))
+
+
+def work(evals: Any, grad_evals: Any = 0) -> dict:
+    """A step's work as its ``info`` entries (``pmd.runner.WORK``): ``evals`` likelihood terms
+    evaluated (one datum's log-likelihood at one parameter value) and ``grad_evals`` gradients of
+    such terms, each a float32 scalar. Float32, not int32: one full-data step can pass 2³¹ terms
+    (an HMC stage on 1.6 million rows, 1000 particles and 10 moves of 100 leapfrog steps is
+    1.6·10¹² gradients); float32 holds every count up to 2²⁴ exactly and larger ones to a relative
+    6·10⁻⁸."""
+    return {"evals": jnp.asarray(evals, jnp.float32), "grad_evals": jnp.asarray(grad_evals, jnp.float32)}
 
 
 def require_positive_int(name: str, value: Any) -> int:

@@ -15,6 +15,10 @@ ignores the runner's mini-batch, and reports ``info["visited"] = N``. After ``bu
 (H.1: 50) every ``thin``-th sweep is retained; the posterior is the last ``num_particles`` retained
 samples with equal weights. The sampler cannot swap the two modes (that needs every ``z_n`` to
 flip together), so each run stays in one (H.1: "stuck in one local mode in each run").
+
+Work (:func:`pmd.interface.work`): step 1 evaluates every datum's likelihood term at ``θ`` (its two
+component densities), step 2 uses the sufficient statistics ``n1, Σ x_n, Σ z_n x_n`` and evaluates
+none: ``evals = N`` a sweep, ``grad_evals = 0``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from pmd.interface import ConfigError, FullDataStep
+from pmd.interface import ConfigError, FullDataStep, work
 from pmd.models.mixture import WellingTehMixture
 from pmd.posterior import ParticlePosterior
 
@@ -125,5 +129,5 @@ class MixtureGibbs(FullDataStep, RetainedChain):
         keep = (t > self.burn_in) & ((t - self.burn_in) % self.thin == 0)
         new = GibbsState(theta=theta, buffer=state.buffer.retain(theta, keep), step=t)
         info = {"visited": jnp.asarray(self.data_size, jnp.int32), "second_component": jnp.mean(z),
-                "retained": keep}
+                "retained": keep, **work(z.shape[0])}
         return new, info

@@ -32,6 +32,10 @@ Each sweep reads all ``N`` points: the sampler takes the data set as ``data=``, 
 the runner's mini-batch, and reports ``info["visited"] = N`` (as :class:`baselines.MixtureGibbs`).
 After ``burn_in`` sweeps every ``thin``-th sweep is retained; the posterior is the last
 ``num_particles`` retained samples, equally weighted.
+
+Work (:func:`pmd.interface.work`): step 1 evaluates every datum's likelihood term at ``w`` (its
+linear predictor ``x_nᵀw``, the tilt of ``ω_n``); step 2 uses the sufficient statistics
+``XᵀΩX, Xᵀκ`` and evaluates none: ``evals = N`` a sweep, ``grad_evals = 0``.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from pmd.interface import ConfigError, FullDataStep, require_positive_int
+from pmd.interface import ConfigError, FullDataStep, require_positive_int, work
 from pmd.model import ModelError
 from pmd.models.logistic import BayesianLogisticRegression, features_and_labels
 from pmd.posterior import ParticlePosterior
@@ -144,8 +148,9 @@ class PolyaGammaGibbs(FullDataStep, RetainedChain):
     def _step_impl(self, key: Array, state: PGGibbsState, batch: Any, data: Any) -> tuple[PGGibbsState, dict]:
         t = state.step + 1
         k_omega, k_w = jax.random.split(key)
-        omega = sample_polya_gamma(k_omega, data["x"] @ state.w, self.truncation)
+        predictor = data["x"] @ state.w
+        omega = sample_polya_gamma(k_omega, predictor, self.truncation)
         w = self.sample_weights(k_w, omega, data)
         keep = (t > self.burn_in) & ((t - self.burn_in) % self.thin == 0)
         new = PGGibbsState(w=w, buffer=state.buffer.retain(w, keep), step=t)
-        return new, {"visited": jnp.asarray(self.data_size, jnp.int32), "retained": keep}
+        return new, {"visited": jnp.asarray(self.data_size, jnp.int32), "retained": keep, **work(predictor.shape[0])}

@@ -12,6 +12,10 @@ features ``a_i = L⁻¹K_mi`` with prior ``N(0, I)``: that is the :class:`pmd.Mo
 (a datum is ``{"a": (M,), "y": ()}``; each step turns the batch's inputs into features once). Its
 posterior — the Liu-West kernel density of the particles — becomes a
 :class:`pmd.models.sparse_gp.SparseGPPosterior` with one Gaussian component per particle.
+
+Work: :class:`baselines.smc.OnePassSMC`'s, ``B·m`` likelihood terms a step that reads data (the
+features of the batch are computed once for all particles and are no likelihood evaluation); the
+SoD start in ``init`` is not a step and is not counted.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ whitened natural parameters that posterior is one prox step with ``γ = 1`` on t
 posterior with ``Z = X_s`` (float64) and the exact GP on the subset (equal up to the jitter).
 
 Run by :func:`pmd.run`, ``init`` draws the subset, the first step computes the solution and
-reports ``visited = s``; later steps change nothing and visit nothing.
+reports ``visited = s`` and its work (:func:`pmd.interface.work`), the ``s`` rows' likelihood
+terms integrated in closed form (``evals = s``, no gradients); later steps change nothing, visit
+nothing and evaluate nothing (``lax.cond``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError, require_positive_int
+from pmd.interface import ConfigError, require_positive_int, work
 from pmd.models.sparse_gp import SparseGPPosterior, posterior_from_natural
 from pmd.structured.sparse_gp import SparseGPState, natural_step, prior_state, require_sparse_gp
 
@@ -91,7 +93,8 @@ class SubsetOfData:
         solved = jax.lax.cond(first, lambda rows: subset_solution(self.model, rows), lambda rows: gp, subset)
         solved = SparseGPState(solved.inducing, solved.chol_k, solved.prec, solved.shift, solved.log_partition,
                                solved.log_weights, gp.step + 1)
-        return (solved, subset), {"visited": jnp.where(first, self.subset_size, 0)}
+        rows = jnp.where(first, self.subset_size, 0)
+        return (solved, subset), {"visited": rows, **work(rows)}
 
     def posterior(self, state: tuple[SparseGPState, dict]) -> SparseGPPosterior:
         gp, _ = state

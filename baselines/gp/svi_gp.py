@@ -12,6 +12,9 @@ from the data), unless ``inducing="box"`` draws it uniformly on the box like one
 The step size is H.3's ``ρ_t = η / (n₀ + √t)`` (any :func:`pmd.schedules.step_size` spec). With
 ``η/(n₀+√t)`` replaced by ``1/t`` one pass of disjoint batches lands exactly on Titsias' optimal
 ``q(u)`` (checked in ``tests/test_sparse_gp_baselines.py``).
+
+Work (:func:`pmd.interface.work`): the closed-form step integrates each batch datum's likelihood
+once, ``evals = B``, ``grad_evals = 0`` (structured PMD's count with one particle).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError
+from pmd.interface import ConfigError, work
 from pmd.models.sparse_gp import svgp_elbo
 from pmd.structured.sparse_gp import StructuredPMDGP, SparseGPState, natural_step, prior_state
 
@@ -64,7 +67,7 @@ class SVIGP(StructuredPMDGP):
     def _step_impl(self, key: Array, state: SparseGPState, batch: dict) -> tuple[SparseGPState, dict]:
         rho = jnp.asarray(self.step_size(state.step + 1), state.shift.dtype)
         new, _ = natural_step(self.model, self.data_size, state, batch, rho)
-        return new, {"gamma": rho}
+        return new, {"gamma": rho, **work(batch["y"].shape[0])}
 
     def elbo(self, state: SparseGPState, data: dict) -> Array:
         """Hensman's bound (:func:`pmd.models.sparse_gp.svgp_elbo`) of the current ``q(u)`` on ``data``."""

@@ -6,6 +6,11 @@ sufficient statistics ``ŝ``; then ``λ ← (1 - ρ_t) λ + ρ_t (β + (D/B) ŝ)
 ``η/(n₀ + t^κ)`` or Hoffman's ``(τ₀ + t)^(-κ)`` (:func:`pmd.models.lda.learning_rate`); the latter,
 with τ₀ = scikit-learn's ``learning_offset`` and κ its ``learning_decay``, is scikit-learn's
 ``LatentDirichletAllocation(learning_method="online")`` step for step (the test checks that).
+
+Work (:func:`pmd.interface.work`; for LDA a datum is a document, and one pass over its tokens at
+one topic matrix counts one evaluation of its likelihood term): the E-step's ``r`` rounds each
+update all ``B`` documents, and the sufficient statistics take one more pass: ``evals = B·(r + 1)``.
+The step is the closed-form natural gradient: ``grad_evals = 0``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError, require_positive_int
+from pmd.interface import ConfigError, require_positive_int, work
 from pmd.models.lda import VariationalTopics, learning_rate, random_topics, require_lda, variational_estep
 
 Array = jax.Array
@@ -69,10 +74,10 @@ class OnlineVB:
         return VariationalTopics(state.lam)
 
     def _step_impl(self, key, state, batch):
-        _, sstats = variational_estep(key, batch["words"], batch["mask"], state.lam, self.model.alpha,
+        _, sstats, rounds = variational_estep(key, batch["words"], batch["mask"], state.lam, self.model.alpha,
                                       self.max_iter, self.tol)
         t = state.step + 1
         rho = jnp.minimum(self.rate(t), 1.0)
         scale = self.data_size / batch["words"].shape[0]
         lam = (1.0 - rho) * state.lam + rho * (self.model.beta + scale * sstats)
-        return OnlineVBState(lam, t), {"rho": rho}
+        return OnlineVBState(lam, t), {"rho": rho, **work(batch["words"].shape[0] * (rounds + 1))}

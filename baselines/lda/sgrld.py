@@ -14,6 +14,11 @@ the ``Gamma(β, 1)`` prior at ``β = 0.01`` puts nearly all of a topic on a hand
 
 The posterior is the last ``m`` states' ``π`` with equal weights (:class:`TopicSamples`); H.4
 estimates held-out ``θ_d`` for SGRLD by Gibbs sweeps, as for PMD.
+
+Work (:func:`pmd.interface.work`; a datum is a document, one pass over its tokens at one topic
+matrix one evaluation): the initial draw of ``z_d`` and the ``S`` sweeps, ``evals = B·(S + 1)``; the
+drift is the gradient of each batch document's log-likelihood (Fisher's identity, the expectation
+estimated from those sweeps): ``grad_evals = B``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from pmd.interface import work
 from pmd.models.lda import (TopicSamples, gibbs_assignments, learning_rate, require_lda, require_sweeps,
                             topic_word_counts)
 
@@ -90,4 +96,5 @@ class SGRLD:
         theta = jnp.maximum(theta, 1e-30)  # |·| can return an exact 0, where π would lose the word for good
         pi = theta / theta.sum(axis=1, keepdims=True)
         retained = state.retained.at[state.step % self.num_particles].set(pi)
-        return SGRLDState(theta, retained, t), {"epsilon": eps}
+        size = words.shape[0]
+        return SGRLDState(theta, retained, t), {"epsilon": eps, **work(size * (self.sweeps + 1), size)}

@@ -24,6 +24,12 @@ run: "one particle is used in SMC and PMD") this is Canini et al.'s incremental 
 One pass: after ``D`` documents the method has its answer and further steps report
 ``visited = 0``; the batch that straddles the end of the pass is used for its first-pass rows.
 The posterior is :class:`pmd.models.lda.TopicSamples` of the particles' ``(n_kw + β)/(n_k + Wβ)``.
+
+Work (:func:`pmd.interface.work`; a datum is a document, one pass over its tokens one evaluation
+of its likelihood term): per particle, the sequential assignment of the ``B`` batch documents (all
+``B``, those of a straddling batch past the pass end masked) and the rejuvenation sweep over
+``R = rejuvenate`` documents: ``evals = m·(B + R)``, no gradients. A step after the pass is skipped
+(``lax.cond``) and evaluates nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError, require_fraction, step_data
+from pmd.interface import ConfigError, require_fraction, step_data, work
 from pmd.models.lda import TopicSamples, categorical_rows, require_lda, topic_word_counts
 from pmd.weights import categorical_draw, effective_sample_size, normalize
 
@@ -166,9 +172,19 @@ class LDASMC:
         return counts + delta, z_all.at[docs].set(z_new)
 
     def _step_impl(self, key, state, batch, data):
+        """Assign, reweight, resample and rejuvenate; once the pass is over, skip the step (``lax.cond``)."""
+        fresh = jnp.clip(self.data_size - state.seen, 0, batch["words"].shape[0])
+        return jax.lax.cond(fresh > 0, lambda: self._read(key, state, batch, data, fresh),
+                            lambda: self._after_pass(state, fresh))
+
+    def _after_pass(self, state, fresh):
+        new = LDASMCState(state.z, state.counts, state.log_weights, state.read, state.seen, state.step + 1)
+        info = {"ess": effective_sample_size(state.log_weights), "resampled": jnp.asarray(False), "visited": fresh}
+        return new, {**info, **work(0)}
+
+    def _read(self, key, state, batch, data, fresh):
         words, mask, docs = batch["words"], batch["mask"], batch["doc"]
         m, size, k_topics = self.num_particles, words.shape[0], self.model.num_topics
-        fresh = jnp.clip(self.data_size - state.seen, 0, size)
         new_rows = jnp.arange(size) < fresh
         mask = mask & new_rows[:, None]
         k_assign, k_resample, k_rejuv = jax.random.split(key, 3)
@@ -180,16 +196,14 @@ class LDASMC:
         # rows of the straddling batch that belong to the next pass keep their first-pass assignments
         z_all = jax.vmap(lambda za, zz: za.at[docs].set(jnp.where(new_rows[:, None], zz, za[docs])))(state.z, z)
         read = state.read.at[docs].set(state.read[docs] | new_rows)
-        log_w = jnp.where(fresh > 0, normalize(state.log_weights + logp), state.log_weights)
+        log_w = normalize(state.log_weights + logp)
         ess = effective_sample_size(log_w)
-        resample = (fresh > 0) & (ess < self.threshold * m)
+        resample = ess < self.threshold * m
         idx = jnp.where(resample, categorical_draw(k_resample, log_w, m), jnp.arange(m))
         log_w = jnp.where(resample, jnp.full((m,), -jnp.log(m), log_w.dtype), log_w)
         counts, z_all = counts[idx], z_all[idx]
         if self.rejuvenate:
-            rejuvenated = jax.vmap(self._rejuvenate, in_axes=(0, 0, 0, None, None))(
+            counts, z_all = jax.vmap(self._rejuvenate, in_axes=(0, 0, 0, None, None))(
                 jax.random.split(k_rejuv, m), counts, z_all, read, data)
-            counts, z_all = jax.tree_util.tree_map(lambda a, b: jnp.where(fresh > 0, a, b), rejuvenated,
-                                                   (counts, z_all))
         new = LDASMCState(z_all, counts, log_w, read, state.seen + fresh, state.step + 1)
-        return new, {"ess": ess, "resampled": resample, "visited": fresh}
+        return new, {"ess": ess, "resampled": resample, "visited": fresh, **work(m * (size + self.rejuvenate))}

@@ -34,6 +34,15 @@ slowly with the dimension (``d^{1/4}`` leapfrog steps against ``d`` proposals; B
 BlackJAX's kernels (``mcmc_parameters``), so the state carries ``ε`` and each ``step`` passes
 them. ``blackjax.inner_kernel_tuning`` is not used: its update function sees the new SMC state
 and the move's info but not the parameters of the move, so it cannot adapt ``ε`` multiplicatively.
+
+Work (:func:`pmd.interface.work`), from BlackJAX's code (1.7) and the move's info: a resample-move
+starts every particle's HMC chain with a value and gradient of the target (``blackjax.hmc.init``)
+and each leapfrog step takes one more (``velocity_verlet``), every one over all ``N`` rows (the
+partial posteriors mask rows after evaluating them): ``N·(m + Σ L)`` gradients, ``Σ L`` the
+leapfrog steps of all particles and moves, read from the move's ``num_integration_steps``
+(:meth:`_HMCMoves._move_work`). Under ``vmap`` a particle whose trajectory is shorter waits for the
+longest; the count is the algorithm's ``Σ L``, not ``m · max L``. Each sampler adds the
+evaluations of its weights (the class docstrings).
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ from blackjax.smc import adaptive_tempered, partial_posteriors_path, resampling
 from blackjax.smc.tempered import TemperedSMCState
 
 from pmd.bandwidth import weighted_cov
-from pmd.interface import ConfigError, FullDataStep, require_fraction, require_positive_int
+from pmd.interface import ConfigError, FullDataStep, require_fraction, require_positive_int, work
 from pmd.posterior import ParticlePosterior
 from pmd.weights import effective_sample_size, normalize
 
@@ -97,6 +106,11 @@ class _HMCMoves(FullDataStep):
             "num_integration_steps": leapfrogs.astype(jnp.int32),
         }
 
+    def _move_work(self, update_info) -> Array:
+        """Gradients of one resample-move, ``N·(m + Σ L)`` (module docstring)."""
+        leapfrogs = jnp.sum(update_info.num_integration_steps.astype(jnp.float32))
+        return self.data_size * (self.num_particles + leapfrogs)
+
     @staticmethod
     def _adapt(step_size: Array, update_info) -> tuple[Array, Array]:
         """The next step size from this move's mean acceptance rate; returns both."""
@@ -130,6 +144,11 @@ class TemperedSMC(_HMCMoves):
     ``data=``, the runner's mini-batch is only checked, and ``info["visited"] = N``. Once
     ``λ = 1`` further steps change nothing and report ``visited = 0``. The posterior is the
     weighted particles (BlackJAX keeps normalised linear weights; they are logged here).
+
+    Work of a stage (:func:`pmd.interface.work`): the bisection for ``λ'`` evaluates the
+    log-likelihood of all ``N`` rows at the ``m`` particles once (``ess_solver``), the new weights
+    evaluate it again at the moved particles, and the move takes ``N·(m + Σ L)`` gradients (module
+    docstring): ``grad_evals = N·(m + Σ L)``, ``evals = 2·N·m + grad_evals``; 0 once ``λ = 1``.
 
     Args:
         model, data_size, num_particles: as for :class:`pmd.PMD` (``m`` particles).
@@ -179,11 +198,13 @@ class TemperedSMC(_HMCMoves):
                                                 self._hmc, blackjax.hmc.init, resampling.systematic, self.target_ess)
         sampler, info = kernel(k_stage, sampler, self.num_mcmc_steps, params)
         step_size, acceptance = self._adapt(state.step_size, info.update_info)
+        grads = self._move_work(info.update_info)
         return TemperingState(sampler, step_size), {
             "visited": jnp.asarray(self.data_size, jnp.int32),
             "temperature": sampler.tempering_param,
             "acceptance": acceptance,
             "ess": effective_sample_size(jnp.log(sampler.weights)),
+            **work(2.0 * self.data_size * self.num_particles + grads, grads),
         }
 
     def _finished(self, key: Array, state: TemperingState) -> tuple[TemperingState, dict]:
@@ -193,6 +214,7 @@ class TemperedSMC(_HMCMoves):
             "temperature": state.sampler.tempering_param,
             "acceptance": jnp.asarray(jnp.nan, dtype),
             "ess": effective_sample_size(jnp.log(state.sampler.weights)),
+            **work(0),
         }
 
     def _step_impl(self, key: Array, state: TemperingState, batch: Any, data: Any) -> tuple[TemperingState, dict]:
@@ -246,6 +268,14 @@ class DataTemperedSMC(_HMCMoves):
     precision when ``N`` is large. So steps 1-2 are done here (the increment summed over the new
     rows only, in log space) and the path's step is called for step 3 only, with the mask already
     updated (the same mask before and after: a resample-move under ``π_t`` with weight 1).
+
+    Work of a step (:func:`pmd.interface.work`): the new rows' log-likelihood at every particle,
+    ``m·B`` (all ``B`` rows of a straddling batch); a resample-move adds its ``N·(m + Σ L)``
+    gradients (module docstring) and the path's weights ``log π_t - log π_{t-1}``, two full-data
+    log posteriors at the ``m`` moved particles, ``2·N·m`` evaluations as the code asks for them
+    (the same mask twice: XLA may merge the two). A step after the pass is skipped (``lax.cond``)
+    and evaluates nothing. (Under :func:`pmd.runner.run_batched`'s ``vmap`` a ``cond`` runs both
+    branches; the counts are those of the algorithm.)
 
     Args:
         model, data_size, num_particles: as for :class:`pmd.PMD` (``m`` particles).
@@ -308,13 +338,20 @@ class DataTemperedSMC(_HMCMoves):
         sampler = partial_posteriors_path.PartialPosteriorsSMCState(particles, jnp.exp(log_weights), mask)
         sampler, info = kernel(k_move, sampler, mask)
         step_size, acceptance = self._adapt(step_size, info.update_info)
-        return sampler.particles, normalize(jnp.log(sampler.weights)), step_size, acceptance
+        return (sampler.particles, normalize(jnp.log(sampler.weights)), step_size, acceptance,
+                self._move_work(info.update_info))
 
     def _step_impl(self, key: Array, state: DataTemperingState, batch: Any,
                    data: Any) -> tuple[DataTemperingState, dict]:
-        """Add the next ``B`` rows of ``order``, reweight, and resample-move when the ESS is low."""
+        """Add the next ``B`` rows of ``order``, reweight, and resample-move when the ESS is low;
+        once every row has joined, skip the step (``lax.cond``)."""
         size = jax.tree_util.tree_leaves(batch)[0].shape[0]
         fresh = jnp.clip(self.data_size - state.seen, 0, size)
+        return jax.lax.cond(fresh > 0, lambda: self._read(key, state, fresh, size, data),
+                            lambda: self._after_pass(state, fresh))
+
+    def _read(self, key: Array, state: DataTemperingState, fresh: Array, size: int,
+              data: Any) -> tuple[DataTemperingState, dict]:
         slots = jnp.arange(size)
         rows = state.order[jnp.minimum(state.seen + slots, self.data_size - 1)]
         new_data = jax.tree_util.tree_map(lambda a: a[rows], data)
@@ -323,13 +360,22 @@ class DataTemperedSMC(_HMCMoves):
         log_w = normalize(state.log_weights + increment)
         seen = state.seen + fresh
         ess = effective_sample_size(log_w)
-        resample = (fresh > 0) & (ess < self.threshold * self.num_particles)
-        particles, log_w, step_size, acceptance = jax.lax.cond(
+        resample = ess < self.threshold * self.num_particles
+        particles, log_w, step_size, acceptance, grads = jax.lax.cond(
             resample,
             lambda: self._resample_move(key, state.particles, log_w, self.data_mask(state.order, seen),
                                         state.step_size, data),
-            lambda: (state.particles, log_w, state.step_size, jnp.asarray(jnp.nan, log_w.dtype)),
+            lambda: (state.particles, log_w, state.step_size, jnp.asarray(jnp.nan, log_w.dtype),
+                     jnp.asarray(0.0, jnp.float32)),
         )
         new = DataTemperingState(particles, log_w, state.order, seen, step_size)
-        info = {"visited": fresh, "ess": ess, "resampled": resample, "acceptance": acceptance}
+        weights = jnp.where(resample, 2.0 * self.data_size * self.num_particles, 0.0)
+        info = {"visited": fresh, "ess": ess, "resampled": resample, "acceptance": acceptance,
+                **work(loglik.size + weights + grads, grads)}
         return new, info
+
+    def _after_pass(self, state: DataTemperingState, fresh: Array) -> tuple[DataTemperingState, dict]:
+        dtype = state.log_weights.dtype
+        info = {"visited": fresh, "ess": effective_sample_size(state.log_weights), "resampled": jnp.asarray(False),
+                "acceptance": jnp.asarray(jnp.nan, dtype)}
+        return state, {**info, **work(0)}

@@ -9,6 +9,11 @@ size, and the score of the mini-batch log joint ``log p(θ) + N · mean_b log p(
 ``step`` is one BlackJAX step on the runner's batch. Same answers from the same particles and
 batches is what ``tests/test_baselines_svgd.py`` checks; the speed ratio is
 ``benchmarks/bench_particle_methods.py``'s.
+
+Work (:func:`pmd.interface.work`): a step takes the gradient of the mini-batch log joint at every
+particle, ``B·m`` gradients and evaluations. BlackJAX writes that gradient inside the double
+``vmap`` over particle pairs, but it depends on one particle only, so ``vmap`` leaves it unbatched
+along the other axis: ``m`` gradients, not ``m²``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import blackjax
 import jax
 from blackjax.vi.svgd import SVGDState, update_median_heuristic
 
+from pmd.interface import work
 from pmd.posterior import ParticlePosterior
 
 from .._common import minibatch_log_joint, require_common
@@ -55,4 +61,6 @@ class BlackJAXSVGD:
         return ParticlePosterior.equally_weighted(state.particles)
 
     def _step_impl(self, key: Array, state: SVGDState, batch: Any) -> tuple[SVGDState, dict]:
-        return self._svgd.step(state, batch=batch), {"length_scale": state.kernel_parameters["length_scale"]}
+        grads = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles
+        return self._svgd.step(state, batch=batch), {"length_scale": state.kernel_parameters["length_scale"],
+                                                     **work(grads, grads)}

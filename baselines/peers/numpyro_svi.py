@@ -12,6 +12,10 @@ enters exactly as the user's ``log p(θ)``) and two factors: ``log p(θ)`` and
 log-likelihood, so the ELBO estimate is unbiased (the mini-batch estimate of Hoffman, Blei,
 Wang & Paisley 2013).
 
+Work (:func:`pmd.interface.work`): ``Trace_ELBO(num_particles=S)`` draws ``S`` values of ``θ``
+from the guide and differentiates the model's log density at each (reparameterised), so one
+``svi.update`` on ``B`` rows evaluates ``B·S`` likelihood terms and their gradients.
+
 Nothing here imports ``pymc.sampling.jax``, which switches JAX to float64 for the whole process.
 """
 
@@ -29,7 +33,7 @@ from numpyro.infer.autoguide import AutoMultivariateNormal
 from numpyro.infer.svi import SVIState
 from numpyro.optim import Adam
 
-from pmd.interface import ConfigError
+from pmd.interface import ConfigError, work
 from pmd.posterior import GaussianPosterior
 
 from .._common import require_common
@@ -120,4 +124,5 @@ class NumPyroSVI:
 
     def _step_impl(self, key: Array, state: NumPyroSVIState, batch: Any) -> tuple[NumPyroSVIState, dict]:
         svi_state, loss = self.svi.update(SVIState(state.optim_state, None, key), batch)
-        return NumPyroSVIState(svi_state.optim_state, state.step + 1), {"elbo": -loss}
+        grads = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles
+        return NumPyroSVIState(svi_state.optim_state, state.step + 1), {"elbo": -loss, **work(grads, grads)}

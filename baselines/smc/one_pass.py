@@ -24,6 +24,14 @@ steps change nothing and report ``info["visited"] = 0`` (the runner's curves the
 data visited, which is how Dai et al. Figure 1 shows it: "it stopped with high error"). When
 ``N`` is not a multiple of the batch size, the runner's batch that straddles two passes is used
 only for its first-pass rows.
+
+Work (``info["evals"]``, :func:`pmd.interface.work`): a step that reads data evaluates the batch's
+log-likelihood at every particle, ``B·m`` terms (all ``B`` rows, even those of a straddling batch
+that the weights leave out); the Liu-West rejuvenation draws from a kernel density and evaluates
+no likelihood, so nothing is added when it happens. A step after the pass is skipped
+(``lax.cond``) and evaluates nothing. No gradients: ``grad_evals = 0``. (Under
+:func:`pmd.runner.run_batched`'s ``vmap`` a ``cond`` runs both branches; the counts are those of
+the algorithm, as :func:`pmd.runner.run` executes it.)
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from pmd.bandwidth import stable_cholesky, weighted_cov
-from pmd.interface import ConfigError, require_fraction
+from pmd.interface import ConfigError, require_fraction, work
 from pmd.posterior import KDEPosterior
 from pmd.weights import categorical_draw, effective_sample_size, normalize
 
@@ -124,18 +132,27 @@ class OnePassSMC:
         return centres[idx] + eps @ chol.T, jnp.full((m,), -jnp.log(m), positions.dtype)
 
     def _step_impl(self, key: Array, state: SMCState, batch: Any) -> tuple[SMCState, dict]:
-        loglik = self.model.batch_log_likelihood(state.positions, batch)  # (m, B)
-        size = loglik.shape[1]
+        """Read the batch's first-pass rows; once the pass is over, skip the step (``lax.cond``)."""
+        size = jax.tree_util.tree_leaves(batch)[0].shape[0]
         fresh = jnp.clip(self.data_size - state.seen, 0, size)  # first-pass rows in this batch
-        increment = jnp.sum(jnp.where(jnp.arange(size) < fresh, loglik, 0.0), axis=1)
-        log_w = jnp.where(fresh > 0, normalize(state.log_weights + increment), state.log_weights)
+        return jax.lax.cond(fresh > 0, self._read, self._after_pass, key, state, batch, fresh)
+
+    def _read(self, key: Array, state: SMCState, batch: Any, fresh: Array) -> tuple[SMCState, dict]:
+        loglik = self.model.batch_log_likelihood(state.positions, batch)  # (m, B)
+        increment = jnp.sum(jnp.where(jnp.arange(loglik.shape[1]) < fresh, loglik, 0.0), axis=1)
+        log_w = normalize(state.log_weights + increment)
         ess = effective_sample_size(log_w)
-        resample = (fresh > 0) & (ess < self.threshold * self.num_particles)
+        resample = ess < self.threshold * self.num_particles
         positions, log_w = jax.lax.cond(
             resample,
             lambda: self._rejuvenate(key, state.positions, log_w),
             lambda: (state.positions, log_w),
         )
         new = SMCState(positions, log_w, state.seen + fresh, state.step + 1)
-        info = {"ess": ess, "resampled": resample, "visited": fresh}  # ess: before any resampling
-        return new, info
+        # ess: before any resampling; work: the batch at every particle (module docstring)
+        return new, {"ess": ess, "resampled": resample, "visited": fresh, **work(loglik.size)}
+
+    def _after_pass(self, key: Array, state: SMCState, batch: Any, fresh: Array) -> tuple[SMCState, dict]:
+        new = SMCState(state.positions, state.log_weights, state.seen, state.step + 1)
+        info = {"ess": effective_sample_size(state.log_weights), "resampled": jnp.asarray(False), "visited": fresh}
+        return new, {**info, **work(0)}

@@ -34,6 +34,10 @@ the variance deficit against an exact posterior.
 The method uses nothing of the model but its dimension, and checks (with
 :meth:`pmd.models.logistic.BayesianLogisticRegression.check_model`) that the model is the logistic
 regression with this prior; batches are ``{"x": (B, d), "y": (B,)}`` with ``y ∈ {-1, +1}``.
+
+Work (:func:`pmd.interface.work`): a step evaluates each batch datum's bound once, at ``ξ_b``
+(``ξ_b²`` and ``λ(ξ_b) x_b x_bᵀ``, the datum's term of the bound under ``q``): ``evals = B``. The
+natural gradient is that closed form, not a gradient of the terms: ``grad_evals = 0``.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
-from pmd.interface import ConfigError
+from pmd.interface import ConfigError, work
 from pmd.model import ModelError
 from pmd.models.logistic import BayesianLogisticRegression, features_and_labels
 from pmd.posterior import GaussianPosterior
@@ -142,4 +146,4 @@ class JaakkolaJordanSVI:
         precision, shift, xi = self.intermediate(state, batch["x"], batch["y"])
         rho = jnp.asarray(self.rho(t), precision.dtype)
         new = JJState((1.0 - rho) * state.precision + rho * precision, (1.0 - rho) * state.shift + rho * shift, t)
-        return new, {"learning_rate": rho, "xi_mean": jnp.mean(xi)}
+        return new, {"learning_rate": rho, "xi_mean": jnp.mean(xi), **work(xi.shape[0])}

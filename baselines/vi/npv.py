@@ -23,6 +23,16 @@ translating the means and gains ``d log c`` when means and widths are scaled by 
 Gaussian posterior ``N(μ*, P⁻¹ I)`` every stationary point has mixture mean exactly ``μ*`` and
 mixture covariance of trace exactly ``d / P``.
 
+Work (``info["evals"]``, ``info["grad_evals"]``; :func:`pmd.interface.work`): one value and
+gradient of ``L2`` on ``R`` rows (:func:`l2_work`) evaluates ``f`` and its gradient at the ``m``
+means (``R·m`` gradients), the Hessian trace at the ``m`` means (``jax.hessian`` is forward over
+reverse: ``d`` gradients of each term, ``R·m·d``) and, for the gradient of that trace, reverse mode
+through those ``d`` passes (counted as ``d`` gradients more, ``R·m·d``): ``R·m·(1 + 2d)``
+gradients, each also an evaluation. :class:`StochasticNPV` makes one per step on the batch
+(``R = B``); :class:`NPV` one per L-BFGS call of the objective on all ``N`` rows: the zoom line
+search's steps (each a value and gradient) plus the first iteration's own call, the same count
+``info["visited"]`` gives in rows.
+
 Both start from ``m`` prior draws with the normal-reference width of those draws
 (:class:`pmd.bandwidth.Silverman`) and return a :class:`MixturePosterior`.
 """
@@ -39,7 +49,7 @@ import optax
 from jax.scipy.special import logsumexp
 
 from pmd.bandwidth import Silverman
-from pmd.interface import FullDataStep, require_positive_int
+from pmd.interface import FullDataStep, require_positive_int, work
 from pmd.kde import pairwise_sq_distances
 from pmd.posterior import MixturePosterior
 
@@ -60,6 +70,14 @@ def second_order_elbo(log_joint: Callable[[Array], Array], params: dict) -> Arra
     log_n = -0.5 * pairwise_sq_distances(means, means) / pair_var - 0.5 * d * jnp.log(2.0 * math.pi * pair_var)
     entropy_bound = -jnp.mean(logsumexp(log_n, axis=1) - math.log(m))
     return expected + entropy_bound
+
+
+def l2_work(rows: Any, m: int, d: int) -> dict:
+    """The work of value-and-gradients of ``L2`` on ``rows`` rows in all (``N`` per call of the full
+    objective, ``B`` for a mini-batch's) with ``m`` means in ``d`` dimensions: ``rows·m·(1 + 2d)``
+    gradients and as many evaluations (module docstring)."""
+    count = jnp.asarray(rows, jnp.float32) * (m * (1 + 2 * d))
+    return work(count, count)
 
 
 def _init_params(model, key: Array, m: int) -> dict:
@@ -147,7 +165,8 @@ class NPV(FullDataStep, _MixtureVI):
 
         (params, opt_state), (calls, values) = jax.lax.scan(
             iteration, (state.params, state.opt_state), None, length=self.iterations)
-        info = {"visited": self.data_size * jnp.sum(calls), "elbo2": -values[-1]}
+        rows = self.data_size * jnp.sum(calls)
+        info = {"visited": rows, "elbo2": -values[-1], **l2_work(rows, *state.params["means"].shape)}
         return NPVState(params, opt_state, state.step + 1), info
 
 
@@ -177,5 +196,6 @@ class StochasticNPV(_MixtureVI):
         neg = jax.tree_util.tree_map(jnp.negative, grads)
         updates, opt_state = self.optimizer.update(neg, state.opt_state, state.params)
         t = state.step + 1
-        info = {"elbo2": value, "learning_rate": self.learning_rate(t)}
+        rows = jax.tree_util.tree_leaves(batch)[0].shape[0]
+        info = {"elbo2": value, "learning_rate": self.learning_rate(t), **l2_work(rows, *state.params["means"].shape)}
         return NPVState(optax.apply_updates(state.params, updates), opt_state, t), info

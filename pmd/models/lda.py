@@ -224,8 +224,9 @@ def variational_estep(key: Array, words: Array, mask: Array, lam: Array, alpha: 
 
     ``γ_d`` starts at ``Gamma(100, 1/100)`` draws; repeat ``φ_dnk ∝ exp(E[log θ_dk] + E[log β_k,x_dn])``,
     ``γ_d = α + Σ_n φ_dn`` until the mean absolute change of ``γ_d`` is below ``tol`` (each document
-    stops on its own) or ``max_iter`` rounds. Returns ``(γ (B, K), sstats (K, W))`` with
-    ``sstats_kw = Σ_{d,n: x_dn = w} φ_dnk`` computed from the final ``γ_d``.
+    stops on its own) or ``max_iter`` rounds. Returns ``(γ (B, K), sstats (K, W), rounds)`` with
+    ``sstats_kw = Σ_{d,n: x_dn = w} φ_dnk`` computed from the final ``γ_d`` and ``rounds`` the
+    rounds run (each updates all ``B`` documents; a converged one's update is discarded).
     """
     exp_elog_beta = jnp.exp(dirichlet_expectation(lam))  # (K, W)
     eb = jnp.moveaxis(jnp.take(exp_elog_beta, words, axis=1), 0, -1) * mask[..., None]  # (B, L, K)
@@ -248,11 +249,11 @@ def variational_estep(key: Array, words: Array, mask: Array, lam: Array, alpha: 
         gamma = jnp.where(active[:, None], new, gamma)
         return it + 1, gamma, active & (change >= tol)
 
-    _, gamma, _ = jax.lax.while_loop(cond, body, (0, gamma0, jnp.ones(words.shape[0], bool)))
+    rounds, gamma, _ = jax.lax.while_loop(cond, body, (0, gamma0, jnp.ones(words.shape[0], bool)))
     et = jnp.exp(dirichlet_expectation(gamma))
     norm = jnp.einsum("bk,blk->bl", et, eb) + 1e-30
     phi = et[:, None, :] * eb / norm[..., None]  # (B, L, K), zero at padding
-    return gamma, topic_word_counts(words, phi, lam.shape[1])
+    return gamma, topic_word_counts(words, phi, lam.shape[1]), rounds
 
 
 # -- posteriors ------------------------------------------------------------------------------------
@@ -304,7 +305,7 @@ class VariationalTopics:
                                 sweeps: int, burn_in: int) -> Array:
         """``log p(x_dn | X)`` of eq. 19 for every evaluation token ``(D, L)`` (``sweeps`` unused)."""
         del sweeps, burn_in
-        gamma, _ = variational_estep(key, estimation["words"], estimation["mask"], self.lam, alpha)
+        gamma, _, _ = variational_estep(key, estimation["words"], estimation["mask"], self.lam, alpha)
         theta = gamma / gamma.sum(axis=1, keepdims=True)
         phi_w = jnp.take(self.expected_topics(), evaluation["words"], axis=1)
         return jnp.log(jnp.einsum("dk,kdl->dl", theta, phi_w) + 1e-30)

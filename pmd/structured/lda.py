@@ -34,6 +34,10 @@ documents, with ``ρ_t = γ̃_t`` (F.2's ``γ_t / D``; H.4's ``η/(n₀ + t^κ)`
 The posterior is :class:`pmd.models.lda.TopicSamples` of the particles' ``E[Φ | Z^i] = β^i / Σ_w β^i``
 with weights ``w_i``; held-out ``θ_d`` come from Gibbs sweeps (H.4: "for PMD, SMC and SGRLD").
 The paper runs ``m = 1`` ("one particle is used in SMC and PMD to save the cost").
+
+Work (:func:`pmd.interface.work`; a datum is a document, one pass over its tokens at one topic
+matrix one evaluation): per particle and batch document, the initial draw of ``z_d``, the ``S``
+sweeps and the predictive ``p̂(x_d | β^i)``: ``evals = B·m·(S + 2)``, no gradients.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import require_choice, require_fraction
+from pmd.interface import require_choice, require_fraction, work
 from pmd.models.lda import (TopicSamples, doc_topic_estimate, gibbs_assignments, learning_rate, require_lda,
                             require_sweeps, topic_word_counts)
 from pmd.weights import categorical_draw, effective_sample_size, normalize
@@ -136,4 +140,5 @@ class StructuredPMDLDA:
         resample = ess < self.threshold * m
         idx = jnp.where(resample, categorical_draw(k_resample, log_w, m), jnp.arange(m))
         log_w = jnp.where(resample, jnp.full((m,), -jnp.log(m), log_w.dtype), log_w)
-        return StructuredLDAState(beta[idx], log_w, t), {"rho": rho, "ess": ess, "resampled": resample}
+        return StructuredLDAState(beta[idx], log_w, t), {"rho": rho, "ess": ess, "resampled": resample,
+                                                         **work(words.shape[0] * m * (self.sweeps + 2))}

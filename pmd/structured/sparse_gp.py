@@ -21,6 +21,10 @@ Titsias posterior for each ``Z_j`` and weights ∝ the DTC evidence).
 The step size is ``γ_t = η / (n₀ + √t)`` (H.3) or any :func:`pmd.schedules.step_size` spec; H.3.1
 starts ``q(u|Z)`` at the prior (``u = 0`` on average) and so do we. Nothing resamples the ``Z_j``:
 F.1 keeps them fixed and moves only their weights.
+
+Work (:func:`pmd.interface.work`): the prox step integrates each batch datum's Gaussian likelihood
+in closed form for each particle (its term of the batch statistics ``AᵀA, Aᵀy`` at ``Z_j``):
+``evals = B·l`` a step, no gradients (``grad_evals = 0``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ..interface import ConfigError, require_positive_int
+from ..interface import ConfigError, require_positive_int, work
 from ..models.sparse_gp import (SparseGP, SparseGPPosterior, batch_statistics, features, log_partition,
                                 posterior_from_natural, prox_update, whitening)
 from ..schedules import step_size as make_step_size
@@ -136,4 +140,5 @@ class StructuredPMDGP:
         new, log_p = natural_step(self.model, self.data_size, state, batch, gamma)
         log_w = normalize((1.0 - gamma) * state.log_weights + log_p)
         new = SparseGPState(new.inducing, new.chol_k, new.prec, new.shift, new.log_partition, log_w, new.step)
-        return new, {"gamma": gamma, "ess": effective_sample_size(log_w)}
+        return new, {"gamma": gamma, "ess": effective_sample_size(log_w),
+                     **work(batch["y"].shape[0] * self.num_particles)}

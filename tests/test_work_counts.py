@@ -1,0 +1,201 @@
+"""Every method's reported work (issue 30, "cost on the axis"): the runner's curves ``evals`` and
+``grad_evals`` (:data:`pmd.runner.WORK`) against the count derived by hand from each method's
+settings and its module docstring's formula. Tiny problems, a few steps each.
+
+Where an inner loop adapts (NPV's line search, HMC's leapfrog steps, online VB's E-step), the exact
+count is not known from the settings: the test checks the formula's bounds, or ties the count to
+another record of the same loop (NPV's ``visited``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import pmd
+from baselines import NPV, OnePassSMC, StochasticNPV
+from baselines.gibbs import MixtureGibbs, PolyaGammaGibbs
+from baselines.gp import OnePassSMCGP, SubsetOfData, SVIGP
+from baselines.lda import LDASMC, SGRLD, OnlineVB
+from baselines.peers.blackjax_smc import MAX_INTEGRATION_STEPS, DataTemperedSMC, TemperedSMC
+from baselines.peers.blackjax_svgd import BlackJAXSVGD
+from baselines.peers.numpyro_svi import NumPyroSVI
+from baselines.vi.jj_svi import JaakkolaJordanSVI
+from baselines_helpers import Conjugate
+from lda_helpers import small_corpus
+from pmd.models import lda
+from pmd.models.logistic import BayesianLogisticRegression, labelled
+from pmd.models.mixture import WellingTehMixture
+from pmd.structured import StructuredPMDLDA
+from pmd.structured.sparse_gp import StructuredPMDGP
+from sparse_gp_helpers import problem
+
+N, B = 20, 5  # rows and batch size of every problem: 4 steps a pass
+CONJ = Conjugate.make(num_data=N)
+
+
+def totals(result) -> tuple[np.ndarray, np.ndarray]:
+    """The curves of work, checked finite (the first record, before any step, is 0)."""
+    evals, grads = result.curves["evals"], result.curves["grad_evals"]
+    assert np.all(np.isfinite(evals)) and np.all(np.isfinite(grads))
+    assert evals[0] == 0 and grads[0] == 0 and evals[-1] > 0
+    return evals, grads
+
+
+def per_step(result, passes: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's work, from the curves recorded after every step (``eval_every=B``)."""
+    evals, grads = totals(result)
+    assert len(evals) == 1 + math.ceil(passes * N / B)
+    return np.diff(evals), np.diff(grads)
+
+
+def run(method, data, passes: float = 1.0, seed: int = 0):
+    return pmd.run(method, data, jax.random.key(seed), batch_size=B, num_passes=passes, eval_every=B)
+
+
+def test_one_pass_smc_counts_the_batch_at_every_particle_then_nothing():
+    """``B·m`` a step for the pass (Liu-West rejuvenation evaluates nothing, so the resampling
+    steps add nothing), 0 for the skipped steps after it."""
+    m = 8
+    evals, grads = per_step(run(OnePassSMC(CONJ.model, N, m), CONJ.data, passes=2), passes=2)
+    np.testing.assert_array_equal(evals, [B * m] * 4 + [0] * 4)
+    np.testing.assert_array_equal(grads, 0)
+
+
+def test_npv_counts_every_line_search_call_on_all_rows():
+    """``N·calls·m·(1 + 2d)`` evaluations and gradients: the calls of the line search adapt, so the
+    count is tied to ``visited`` (``N·calls``) and bounded below by one call per iteration plus the
+    first iteration's own."""
+    m, d, iterations = 3, 2, 2
+    result = run(NPV(CONJ.model, N, m, data=CONJ.data, iterations=iterations), CONJ.data)
+    evals, grads = per_step(result, passes=1)
+    np.testing.assert_array_equal(evals, grads)
+    np.testing.assert_array_equal(evals, result.info["visited"] * m * (1 + 2 * d))
+    assert evals[0] >= N * (iterations + 1) * m * (1 + 2 * d)
+    assert np.all(evals[1:] >= N * iterations * m * (1 + 2 * d))
+
+
+def test_stochastic_npv_counts_one_value_and_gradient_of_the_batch():
+    m, d = 3, 2
+    evals, grads = per_step(run(StochasticNPV(CONJ.model, N, m), CONJ.data), passes=1)
+    np.testing.assert_array_equal(evals, B * m * (1 + 2 * d))
+    np.testing.assert_array_equal(grads, B * m * (1 + 2 * d))
+
+
+def test_jaakkola_jordan_svi_counts_each_datum_bound_once():
+    x = np.random.default_rng(0).normal(size=(N, 1))
+    data = labelled(x, np.where(x[:, 0] > 0, 1, -1))
+    method = JaakkolaJordanSVI(BayesianLogisticRegression(2, 1.0).model(), N)
+    evals, grads = per_step(run(method, data), passes=1)
+    np.testing.assert_array_equal(evals, B)
+    np.testing.assert_array_equal(grads, 0)
+
+
+def test_gibbs_samplers_count_every_datum_of_every_sweep():
+    """``N`` a sweep, whatever the batch (one sweep a step)."""
+    mixture = WellingTehMixture()
+    x = mixture.simulate(seed=0, n=N)
+    evals, grads = per_step(run(MixtureGibbs(mixture.model(), N, 2, data=x, burn_in=1), x), passes=1)
+    np.testing.assert_array_equal(evals, N)
+    np.testing.assert_array_equal(grads, 0)
+
+    z = np.random.default_rng(0).normal(size=(N, 1))
+    data = labelled(z, np.where(z[:, 0] > 0, 1, -1))
+    method = PolyaGammaGibbs(BayesianLogisticRegression(2, 1.0).model(), N, 2, data=data, burn_in=1, truncation=4)
+    evals, grads = per_step(run(method, data), passes=1)
+    np.testing.assert_array_equal(evals, N)
+    np.testing.assert_array_equal(grads, 0)
+
+
+def hmc_bounds(moves: np.ndarray, m: int, num_mcmc_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients of ``moves`` resample-moves, ``N·(m + Σ L)``, with every ``L`` in ``[1, MAX]``."""
+    low = N * m * (1 + num_mcmc_steps) * moves
+    return low, N * m * (1 + num_mcmc_steps * MAX_INTEGRATION_STEPS) * moves
+
+
+def test_tempered_smc_counts_its_weights_and_moves_on_all_rows():
+    """A stage: ``2·N·m`` evaluations of the weights plus the move's ``N·(m + Σ L)`` gradients,
+    ``Σ L`` adapted (bounded); nothing once ``λ = 1``."""
+    m, mcmc = 16, 2
+    method = TemperedSMC(CONJ.model, N, m, data=CONJ.data, num_mcmc_steps=mcmc)
+    result = run(method, CONJ.data, passes=6)
+    evals, grads = per_step(result, passes=6)
+    stages = result.info["visited"] > 0
+    assert 0 < stages.sum() < len(stages)  # the test sees both kinds of step
+    low, high = hmc_bounds(stages, m, mcmc)
+    assert np.all((low <= grads) & (grads <= high))
+    np.testing.assert_allclose(evals - grads, 2 * N * m * stages, rtol=1e-6)
+
+
+def test_data_tempered_smc_counts_new_rows_and_full_data_moves():
+    """A step of the pass: ``m·B`` for the new rows, and on resampling ``2·N·m`` evaluations of the
+    weights plus the move's gradients (bounded); after the pass nothing."""
+    m, mcmc = 16, 2
+    result = run(DataTemperedSMC(CONJ.model, N, m, data=CONJ.data, num_mcmc_steps=mcmc), CONJ.data, passes=1.5)
+    evals, grads = per_step(result, passes=1.5)
+    reading, moved = result.info["visited"] > 0, result.info["resampled"]
+    np.testing.assert_array_equal(reading, [True] * 4 + [False] * 2)
+    assert moved.any()
+    low, high = hmc_bounds(moved, m, mcmc)
+    assert np.all((low <= grads) & (grads <= high))
+    np.testing.assert_allclose(evals - grads, m * B * reading + 2 * N * m * moved, rtol=1e-6)
+
+
+def test_peer_svgd_and_numpyro_svi_count_one_gradient_per_particle_and_row():
+    m = 4
+    for method in (BlackJAXSVGD(CONJ.model, N, m), NumPyroSVI(CONJ.model, N, m)):
+        evals, grads = per_step(run(method, CONJ.data), passes=1)
+        np.testing.assert_array_equal(evals, B * m)
+        np.testing.assert_array_equal(grads, B * m)
+
+
+def test_sparse_gp_methods_count_each_row_per_particle():
+    """Closed-form steps: ``B·l`` (structured PMD), ``B`` (SVI), ``s`` once (SoD), ``B·m`` while
+    one-pass SMC reads; no gradients."""
+    with jax.enable_x64(True):
+        model, data = problem(n=N, num_inducing=4)
+        l, m = 3, 5
+        expected = {StructuredPMDGP(model, N, l): [B * l] * 4, SVIGP(model, N, data=data): [B] * 4,
+                    SubsetOfData(model, N, data=data, subset_size=6): [6, 0, 0, 0],
+                    OnePassSMCGP(model, N, m, data=data): [B * m] * 4 + [0] * 2}
+        for method, counts in expected.items():
+            passes = len(counts) * B / N
+            evals, grads = per_step(run(method, data, passes=passes), passes=passes)
+            np.testing.assert_array_equal(evals, counts)
+            np.testing.assert_array_equal(grads, 0)
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict:
+    """The first ``N`` training documents of the LDA tests' corpus."""
+    return {name: a[:N] for name, a in small_corpus().train.items()}
+
+
+def test_lda_methods_count_passes_over_each_document(corpus):
+    """One pass over a document's tokens at one topic matrix is one evaluation: structured PMD
+    ``B·m·(S + 2)``; SGRLD ``B·(S + 1)`` and ``B`` gradients; online VB ``B·(r + 1)``, ``r`` the
+    E-step's rounds (``max_iter`` when ``tol`` is out of reach); SMC ``m·(B + R)`` while it reads."""
+    model = lda.LDA(small_corpus().model.num_topics, small_corpus().model.vocabulary)
+    m, sweeps, rounds, rejuvenate = 2, 3, 4, 3
+    expected = {
+        StructuredPMDLDA(model, N, m, sweeps=sweeps, burn_in=1): ([B * m * (sweeps + 2)] * 4, 0),
+        SGRLD(model, N, m, sweeps=sweeps, burn_in=1): ([B * (sweeps + 1)] * 4, [B] * 4),
+        OnlineVB(model, N, max_iter=rounds, tol=1e-30): ([B * (rounds + 1)] * 4, 0),
+        LDASMC(model, N, m, data=corpus, rejuvenate=rejuvenate): ([m * (B + rejuvenate)] * 4 + [0] * 2, 0),
+    }
+    for method, (counts, gradients) in expected.items():
+        passes = len(counts) * B / N
+        evals, grads = per_step(run(method, corpus, passes=passes), passes=passes)
+        np.testing.assert_array_equal(evals, counts)
+        np.testing.assert_array_equal(grads, gradients)
+
+
+def test_online_vb_rounds_stop_at_convergence(corpus):
+    """With a reachable ``tol`` the rounds adapt: ``2B ≤ evals ≤ B·(max_iter + 1)`` a step, and
+    once the topics have settled a step stops before ``max_iter``."""
+    model = lda.LDA(small_corpus().model.num_topics, small_corpus().model.vocabulary)
+    evals, _ = per_step(run(OnlineVB(model, N, max_iter=50, tol=1e-2), corpus), passes=1)
+    assert np.all((2 * B <= evals) & (evals <= B * 51)) and evals.min() < B * 51
