@@ -322,7 +322,7 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
             infos[i].append(mine)
             visited[i] += int(np.sum(mine["visited"])) if "visited" in mine else rows
             for name in WORK:
-                work[i][name] += float(np.sum(mine[name])) if name in mine else math.nan
+                work[i][name] += float(np.sum(mine[name], dtype=np.float64)) if name in mine else math.nan
             if (eval_every is not None and done % per_eval == 0) or done == num_steps:
                 record(i, {name: float(np.asarray(v)[-1]) for name, v in mine.items()
                            if np.ndim(v) == 1 and name not in WORK})
