@@ -227,13 +227,14 @@ class Laplace:
     """``N(mode, (-∇² log p(θ, x))⁻¹)`` at a mode of the full-data log joint (Bishop 2006, sec. 4.4).
 
     ``mode`` (d,); ``precision`` ``Λ = -∇²`` there (d, d); ``chol`` the lower Cholesky factor of
-    ``Λ⁻¹`` (the covariance); ``conditional_sd`` ``1/sqrt(Λ_kk)``, which is also the mean-field
+    ``Λ⁻¹`` (the covariance); ``work`` what finding it cost; ``conditional_sd`` ``1/sqrt(Λ_kk)``, which is also the mean-field
     KL(q||p) optimum for a Gaussian with precision ``Λ`` (Bishop 2006, eq. 10.12-10.14).
     """
 
     mode: Array
     precision: Array
     chol: Array
+    work: tuple[float, float]  # (evals, grad_evals) it took (pmd.runner.WORK): L-BFGS with its line search, the Hessian
 
     @property
     def conditional_sd(self) -> Array:
@@ -254,7 +255,7 @@ def laplace_approximation(model: Model, data: Any, max_steps: int = 500) -> Lapl
     """
     data_size = model.check_batch(data)
     log_joint = minibatch_log_joint(model, data_size)  # N · mean_n = Σ_n on the whole data set
-    mode, precision = _laplace(model, log_joint, data, max_steps)
+    mode, precision, grad_calls, value_calls = _laplace(model, log_joint, data, max_steps)
     chol_prec = jnp.linalg.cholesky(precision)
     if not bool(jnp.all(jnp.isfinite(chol_prec))) or not bool(jnp.all(jnp.isfinite(mode))):
         raise FloatingPointError(
@@ -262,30 +263,35 @@ def laplace_approximation(model: Model, data: Any, max_steps: int = 500) -> Lapl
             f"θ = {np.asarray(mode)} is not negative definite (a saddle, or no mode)")
     eye = jnp.eye(model.dim, dtype=precision.dtype)
     cov = jax.scipy.linalg.cho_solve((chol_prec, True), eye)
-    return Laplace(mode, precision, jnp.linalg.cholesky(0.5 * (cov + cov.T)))
+    reads = float(grad_calls + value_calls) * data_size, float(grad_calls) * data_size
+    return Laplace(mode, precision, jnp.linalg.cholesky(0.5 * (cov + cov.T)), reads)
 
 
 @partial(jax.jit, static_argnums=(0, 1, 3))
-def _laplace(model: Model, log_joint, data: Any, max_steps: int) -> tuple[Array, Array]:
-    """The L-BFGS mode and ``-∇²`` there (the data an argument, never a constant of the program)."""
+def _laplace(model: Model, log_joint, data: Any, max_steps: int) -> tuple[Array, Array, Array, Array]:
+    """The L-BFGS mode, ``-∇²`` there (the data an argument, never a constant of the program), and
+    the full-data reads it took: ``(value-and-gradient calls, value-only calls)``, the line
+    search's included, then the Hessian's ``d`` forward-over-reverse passes counted as ``d``
+    value-and-gradient calls."""
     loss = lambda theta: -log_joint(theta, data)  # noqa: E731
     start = jnp.median(model.sample_prior(jax.random.key(0), _MEDIAN_DRAWS), axis=0)
     solver = optax.lbfgs()
     value_and_grad = optax.value_and_grad_from_state(loss)
 
     def body(carry):
-        theta, state, _, count = carry
+        theta, state, _, count, calls = carry
+        fresh = ~jnp.isfinite(optax.tree.get(state, "value"))  # no stored value: one extra call
         value, grad = value_and_grad(theta, state=state)
         updates, state = solver.update(grad, state, theta, value=value, grad=grad, value_fn=loss)
         new = optax.apply_updates(theta, updates)
-        return new, state, value, count + 1
+        return new, state, value, count + 1, calls + optax.tree.get(state, "num_linesearch_steps") + fresh
 
     def more(carry):
-        theta, _, previous, count = carry
+        theta, _, previous, count, _ = carry
         return (count < max_steps) & (loss(theta) < previous) & jnp.all(jnp.isfinite(theta))
 
-    init = (start, solver.init(start), jnp.asarray(jnp.inf, start.dtype), jnp.asarray(0))
-    mode = jax.lax.while_loop(more, body, init)[0]
+    init = (start, solver.init(start), jnp.asarray(jnp.inf, start.dtype), jnp.asarray(0), jnp.asarray(0))
+    mode, _, _, count, calls = jax.lax.while_loop(more, body, init)
     grad = jax.grad(loss)
     hessian = jax.lax.map(lambda v: jax.jvp(grad, (mode,), (v,))[1], jnp.eye(model.dim, dtype=mode.dtype))
-    return mode, 0.5 * (hessian + hessian.T)
+    return mode, 0.5 * (hessian + hessian.T), calls + model.dim, count + 1

@@ -99,7 +99,7 @@ import jax
 import jax.numpy as jnp
 
 from .bandwidth import bandwidth_rule
-from .interface import ConfigError, require_fraction, require_positive_int, step_data
+from .interface import ConfigError, require_fraction, require_positive_int, step_data, work
 from .kde import Kernel, kernel_log_density, kernel_sample
 from .local_kernel import LocalShrinkage
 from .model import Model
@@ -398,7 +398,7 @@ class PMD:
 
         def segment(carry):
             (positions, log_w, base, kernel, visited, done, exponent, gamma_step, mala_step,
-             substeps, uncapped, redraws, moved, acceptance, read, index) = carry
+             substeps, uncapped, redraws, moved, acceptance, read, index, evals, grads) = carry
             streaming = visited < n
             pass_end = (visited // n + 1) * n
             end = jnp.minimum(size, done + pass_end - visited)
@@ -411,6 +411,7 @@ class PMD:
             k_segment = index * keys_per_segment
             positions, log_w, base, kernel, sub, drawn = reweight(
                 k_segment, positions, log_w, base, kernel, mask, weight, streaming, gamma)
+            evals = evals + ((1 + drawn) * size * m).astype(jnp.float32)  # the batch at m particles, then after each redraw
             exponent = jnp.where(streaming, after / n, (1.0 - gamma) * exponent + gamma).astype(dtype)
             if self.moves is not None:  # where the iterate is a posterior: pass ends, and first-pass points
                 partial = self.moves.due_in_first_pass(state.step + 1, after < n)
@@ -431,16 +432,19 @@ class PMD:
                     move, rejuvenate, lambda: (positions, log_w, base, kernel, acceptance, mala_step))
                 moved = moved | move
                 read = read + move * self.moves.reads_per_round * rows_target.astype(jnp.int32)
+                move_evals, move_grads = self.moves.work(rows_target, m, self.model.dim)
+                evals, grads = evals + jnp.where(move, move_evals, 0.0), grads + jnp.where(move, move_grads, 0.0)
             return (positions, log_w, base, kernel, after, end, exponent, gamma_step + gamma * (1.0 - gamma_step),
                     mala_step, substeps + sub, uncapped | (sub >= self.max_substeps), redraws + drawn, moved,
-                    acceptance, read, index + 1)
+                    acceptance, read, index + 1, evals, grads)
 
         carry = (state.positions, state.log_weights, state.base, state.kernel, state.seen,
                  jnp.asarray(0, jnp.int32), state.exponent, jnp.asarray(0.0, dtype), state.mala_step,
                  jnp.asarray(0), jnp.asarray(False), jnp.asarray(0), jnp.asarray(False),
-                 jnp.asarray(jnp.nan, dtype), jnp.asarray(0, jnp.int32), jnp.asarray(0))
+                 jnp.asarray(jnp.nan, dtype), jnp.asarray(0, jnp.int32), jnp.asarray(0),
+                 jnp.asarray(0.0, jnp.float32), jnp.asarray(0.0, jnp.float32))
         (positions, log_w, base, kernel, seen, _, exponent, gamma, mala_step, substeps, uncapped, redraws, moved,
-         acceptance, read, _) = jax.lax.while_loop(lambda c: c[5] < size, segment, carry)
+         acceptance, read, _, evals, grads) = jax.lax.while_loop(lambda c: c[5] < size, segment, carry)
         clock = (seen / size).astype(dtype)
         new = PMDState(
             positions=positions,
@@ -466,6 +470,7 @@ class PMD:
             "redraws": redraws,
             "substeps": substeps,
             "uncapped": uncapped,
+            **work(evals, grads),
         }
         if self.moves is not None:
             info.update(moved=moved, acceptance=acceptance, visited=jnp.asarray(size, jnp.int32) + read)
@@ -539,6 +544,7 @@ class PMD:
             "num_active": jnp.sum(active),
             "bandwidth": kernel_scale(new.kernel),
             "redraw": redraw,
+            **work(jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles),  # the batch at m particles
         }
         return new, info
 

@@ -108,6 +108,16 @@ class MALAMoves:
         at every proposal, and the Hessian's (one read, ``d`` forward passes) when it preconditions."""
         return self.steps + 1 + (self.precondition == "hessian")
 
+    def work(self, rows: Array, num_particles: int, dim: int) -> tuple[Array, Array]:
+        """``(evals, grad_evals)`` of one round over ``rows`` rows (:data:`pmd.runner.WORK`): every
+        particle's value and gradient at its start and at each of the ``steps`` proposals, and with
+        ``precondition="hessian"`` the Hessian at one point (``d`` forward-over-reverse passes: one
+        read, ``d`` gradients per row)."""
+        rows = jnp.asarray(rows, jnp.float32)
+        per_particle = rows * num_particles * (self.steps + 1)
+        hessian = self.precondition == "hessian"
+        return per_particle + hessian * rows, per_particle + hessian * rows * dim
+
     def due(self, done_before: Array, done_after: Array) -> Array:
         """Whether rows that took the whole passes done from ``done_before`` to ``done_after``
         (integers: ``rows visited // N``) end a pass at which this schedule moves."""

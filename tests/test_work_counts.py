@@ -199,3 +199,58 @@ def test_online_vb_rounds_stop_at_convergence(corpus):
     model = lda.LDA(small_corpus().model.num_topics, small_corpus().model.vocabulary)
     evals, _ = per_step(run(OnlineVB(model, N, max_iter=50, tol=1e-2), corpus), passes=1)
     assert np.all((2 * B <= evals) & (evals <= B * 51)) and evals.min() < B * 51
+
+
+@pytest.mark.parametrize("name", ["sgld", "parallel_sgld", "npl", "svgd"])
+def test_gradient_methods_count_the_batch_at_every_point(name):
+    """SGLD: the batch's gradient at its one state; parallel SGLD, NPL and SVGD at each of their
+    ``m`` points (SVGD's kernel terms are no likelihood terms): ``B`` or ``B·m`` of each, every step."""
+    from baselines import SGLD, SVGD, ParallelSGLD, PosteriorBootstrap
+
+    m = 3
+    method = {"sgld": lambda: SGLD(CONJ.model, N, num_particles=m, burn_in=0),
+              "parallel_sgld": lambda: ParallelSGLD(CONJ.model, N, num_particles=m),
+              "npl": lambda: PosteriorBootstrap(CONJ.model, N, num_particles=m),
+              "svgd": lambda: SVGD(CONJ.model, N, num_particles=m)}[name]()
+    evals, grads = per_step(run(method, CONJ.data), 1.0)
+    points = 1 if name == "sgld" else m
+    np.testing.assert_array_equal(evals, B * points)
+    np.testing.assert_array_equal(grads, B * points)
+
+
+def test_svi_counts_its_draws_and_its_laplace_start_once():
+    """``B·S`` values and gradients a step (the ELBO's ``S`` draws); the Laplace start's L-BFGS and
+    Hessian reads (``Laplace.work``) are charged to the first step, and are whole passes over the
+    data (at least the Hessian's ``d`` gradient reads and one value read)."""
+    from baselines import SVI
+
+    method = SVI(CONJ.model, N, num_particles=2, data=CONJ.data)
+    evals, grads = per_step(run(method, CONJ.data), 1.0)
+    np.testing.assert_array_equal(evals[1:], B * 2)
+    np.testing.assert_array_equal(grads[1:], B * 2)
+    start_evals, start_grads = method.start_work
+    assert evals[0] == B * 2 + start_evals and grads[0] == B * 2 + start_grads
+    assert start_evals % N == 0 and start_grads % N == 0 and start_grads >= N * CONJ.model.dim
+    assert start_evals > start_grads
+
+
+def test_pmd_counts_its_batches_redraws_and_moves():
+    """The paper variant: the batch at its ``m`` particles every step, no gradients. The default:
+    the batch at ``m`` particles once per segment plus once per redraw, and each round of moves
+    ``rows · m · (steps + 1)`` values and gradients (:meth:`pmd.rejuvenation.MALAMoves.work`), so
+    its gradients are exactly the moves' and come only in steps that moved."""
+    m = 8
+    evals, grads = per_step(run(pmd.PMD(CONJ.model, N, m, variant="paper"), CONJ.data), 1.0)
+    np.testing.assert_array_equal(evals, B * m)
+    np.testing.assert_array_equal(grads, 0)
+    default = pmd.PMD(CONJ.model, N, m, data=CONJ.data)
+    result = run(default, CONJ.data, 2.0)
+    evals, grads = per_step(result, 2.0)
+    moved = np.asarray(result.info["moved"], bool)
+    redraws = np.asarray(result.info["redraws"])
+    move_rows = (np.asarray(result.info["visited"]) - B) / default.moves.reads_per_round
+    per_round = move_rows * m * (default.moves.steps + 1) + (default.moves.precondition == "hessian") * move_rows
+    np.testing.assert_allclose(grads, np.where(moved, per_round + (default.moves.precondition == "hessian")
+                                               * move_rows * (CONJ.model.dim - 1), 0.0))
+    np.testing.assert_allclose(evals, (1 + redraws) * B * m + np.where(moved, per_round, 0.0))
+    assert moved.any() and not moved.all()

@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from pmd.interface import ConfigError
+from pmd.interface import ConfigError, work
 from pmd.posterior import ParticlePosterior
 
 from .._common import require_common, stochastic_optimizer
@@ -154,4 +154,6 @@ class PosteriorBootstrap:
         inputs = (state.params, state.opt_state, weights)
         params, opt_state = jax.vmap(update)(inputs) if self.parallel else jax.lax.map(update, inputs)
         t = state.step + 1
-        return NPLState(params, opt_state, state.weight_key, t), {"learning_rate": self.learning_rate(t)}
+        size = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles  # the batch at every replicate
+        return NPLState(params, opt_state, state.weight_key, t), {"learning_rate": self.learning_rate(t),
+                                                                  **work(size, size)}

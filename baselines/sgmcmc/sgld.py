@@ -34,6 +34,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from pmd.interface import work
 from pmd.posterior import ParticlePosterior
 
 from .._common import (RetainedChain, SampleBuffer, first_nonfinite, minibatch_log_joint, polynomial_decay,
@@ -118,7 +119,8 @@ class SGLD(RetainedChain):
         keep = (t > self.burn_steps) & ((t - self.burn_steps) % self.thin == 0)
         new = SGLDState(position=position, buffer=state.buffer.retain(position, keep), step=t,
                         diverged_at=first_nonfinite(state.diverged_at, t, position))
-        return new, {"step_size": eps, "retained": keep}
+        size = jax.tree_util.tree_leaves(batch)[0].shape[0]
+        return new, {"step_size": eps, "retained": keep, **work(size, size)}  # the batch's gradient at one point
 
 
 @jax.tree_util.register_dataclass
@@ -175,4 +177,6 @@ class ParallelSGLD:
         t = state.step + 1
         eps = self.step_size(t).astype(state.positions.dtype)
         positions = langevin_update(key, state.positions, self._grads(state.positions, batch), eps)
-        return ParallelSGLDState(positions, t, first_nonfinite(state.diverged_at, t, positions)), {"step_size": eps}
+        size = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles  # the batch at every chain
+        return ParallelSGLDState(positions, t, first_nonfinite(state.diverged_at, t, positions)), {
+            "step_size": eps, **work(size, size)}

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from pmd.interface import ConfigError
+from pmd.interface import ConfigError, work
 from pmd.kde import pairwise_sq_distances
 from pmd.posterior import ParticlePosterior
 
@@ -158,4 +158,4 @@ class SVGD:
                           state.batches + 1, state.points + size)
         complete = state.batches >= self.batches_in_round(state.round + 1)
         state = jax.lax.cond(complete, self._move, lambda s: s, state)
-        return state, {"moved": complete, "round": state.round}
+        return state, {"moved": complete, "round": state.round, **work(size * self.num_particles, size * self.num_particles)}

@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import optax
 
 from pmd.bandwidth import weighted_cov
-from pmd.interface import ConfigError
+from pmd.interface import ConfigError, work
 from pmd.posterior import GaussianPosterior
 
 from .._common import (laplace_approximation, minibatch_log_joint, require_common, require_full_data,
@@ -126,6 +126,7 @@ class SVI:
 
     def _whitening(self, data: Any) -> tuple[Array, Array]:
         """``(μ₀, L₀)`` of ``μ = μ₀ + L₀ z``, ``L = L₀ L̃``: the Laplace start, or ``(0, I)`` (module docstring)."""
+        self.start_work = (0.0, 0.0)
         if self.init_from == "prior":
             if data is not None:
                 raise ConfigError("init='prior' reads no data: data= is only for init='laplace'")
@@ -136,6 +137,7 @@ class SVI:
             raise ConfigError(f"SVI's init='laplace' starts at the mode of the full-data log joint: {err} "
                               "(or take the prior start, init='prior')") from err
         laplace = laplace_approximation(self.model, data)
+        self.start_work = laplace.work
         return laplace.mode, laplace.chol if self.family == "fullrank" else jnp.diag(laplace.conditional_sd)
 
     def init(self, key: Array) -> SVIState:
@@ -186,4 +188,9 @@ class SVI:
         updates, opt_state = self.optimizer.update(neg, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         t = state.step + 1
-        return SVIState(params, opt_state, t), {"elbo": elbo, "learning_rate": self.learning_rate(t)}
+        # the batch at each of the num_particles draws; the first step also carries the start's cost
+        draws = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles
+        first = t == 1
+        return SVIState(params, opt_state, t), {"elbo": elbo, "learning_rate": self.learning_rate(t),
+                                                **work(draws + first * self.start_work[0],
+                                                       draws + first * self.start_work[1])}
