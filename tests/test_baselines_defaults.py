@@ -19,7 +19,7 @@ import pytest
 
 import pmd
 from baselines import SVI
-from baselines_helpers import LinearRegression
+from baselines_helpers import Conjugate, LinearRegression
 
 REG = LinearRegression.make()
 BATCH = 100
@@ -57,3 +57,17 @@ def test_svi_prior_start_is_kept_as_an_option():
     algo = SVI(REG.model, data_size=2000, init="prior")
     mean, sd = _moments(algo.posterior(algo.init(jax.random.key(0))))
     np.testing.assert_allclose(sd, REG.prior_std, rtol=0.1)  # the covariance of 1000 prior draws
+
+
+@pytest.mark.parametrize("name", ["npl", "svgd"])
+def test_a_diverging_run_is_an_error_naming_the_step_and_step_size(name):
+    """NPL and SVGD, like SGLD: a step size far past the problem's scale sends the iterates to
+    inf/NaN; the posterior is then refused with the step and step size, not returned as NaN."""
+    from baselines import SVGD, PosteriorBootstrap
+
+    conj = Conjugate.make(num_data=100)
+    method = {"npl": lambda: PosteriorBootstrap(conj.model, 100, num_particles=4, optimizer="sgd",
+                                                learning_rate=1e6),
+              "svgd": lambda: SVGD(conj.model, 100, num_particles=4, step_size=1e6, optimizer="sgd")}[name]()
+    with pytest.raises(FloatingPointError, match=r"diverged: its state went non-finite at step \d+, with step size"):
+        pmd.run(method, conj.data, jax.random.key(0), batch_size=10, num_passes=5)

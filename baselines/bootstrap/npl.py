@@ -57,7 +57,7 @@ import optax
 from pmd.interface import ConfigError, work
 from pmd.posterior import ParticlePosterior
 
-from .._common import require_common, stochastic_optimizer
+from .._common import first_nonfinite, refuse_diverged, require_common, stochastic_optimizer
 
 Array = jax.Array
 
@@ -96,6 +96,7 @@ class NPLState:
     opt_state: Any
     weight_key: Array
     step: Array  # int32
+    diverged_at: Array  # int32: the first step whose iterates went non-finite, -1 while none has
 
 
 class PosteriorBootstrap:
@@ -124,7 +125,7 @@ class PosteriorBootstrap:
         k_start, k_weights = jax.random.split(key)
         params = self.model.sample_prior(k_start, self.num_particles)
         opt_state = jax.vmap(self.optimizer.init)(params)
-        return NPLState(params, opt_state, k_weights, jnp.asarray(0, jnp.int32))
+        return NPLState(params, opt_state, k_weights, jnp.asarray(0, jnp.int32), jnp.asarray(-1, jnp.int32))
 
     def step(self, key: Array, state: NPLState, batch: Any) -> tuple[NPLState, dict]:
         """One optimiser step of every replicate on its weighted mini-batch objective."""
@@ -132,7 +133,9 @@ class PosteriorBootstrap:
         return self._step(key, state, batch)
 
     def posterior(self, state: NPLState) -> ParticlePosterior:
-        """The replicates' iterates, equally weighted (each is one draw of the NPL posterior)."""
+        """The replicates' iterates, equally weighted (each is one draw of the NPL posterior);
+        ``FloatingPointError`` naming the step and learning rate if one went non-finite."""
+        refuse_diverged("NPL", state.diverged_at, self.learning_rate)
         return ParticlePosterior.equally_weighted(state.params)
 
     def loss(self, theta: Array, weights: Array, batch: Any) -> Array:
@@ -155,5 +158,5 @@ class PosteriorBootstrap:
         params, opt_state = jax.vmap(update)(inputs) if self.parallel else jax.lax.map(update, inputs)
         t = state.step + 1
         size = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles  # the batch at every replicate
-        return NPLState(params, opt_state, state.weight_key, t), {"learning_rate": self.learning_rate(t),
+        return NPLState(params, opt_state, state.weight_key, t, first_nonfinite(state.diverged_at, t, params)), {"learning_rate": self.learning_rate(t),
                                                                   **work(size, size)}

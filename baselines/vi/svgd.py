@@ -47,7 +47,7 @@ from pmd.interface import ConfigError, work
 from pmd.kde import pairwise_sq_distances
 from pmd.posterior import ParticlePosterior
 
-from .._common import require_common
+from .._common import first_nonfinite, refuse_diverged, require_common
 
 Array = jax.Array
 OPTIMIZERS = {"sgd": optax.sgd, "adagrad": optax.adagrad}
@@ -86,6 +86,7 @@ class SVGDState:
     grad_sum: Array  # (m, d)
     batches: Array  # int32
     points: Array  # int32
+    diverged_at: Array  # int32: the first round whose particles went non-finite, -1 while none has
 
 
 class SVGD:
@@ -124,7 +125,8 @@ class SVGD:
         """``m`` prior draws (Algorithm 1 of Dai et al. starts every method at the prior)."""
         particles = self.model.sample_prior(key, self.num_particles)
         zero = jnp.asarray(0, jnp.int32)
-        return SVGDState(particles, self.optimizer.init(particles), zero, jnp.zeros_like(particles), zero, zero)
+        return SVGDState(particles, self.optimizer.init(particles), zero, jnp.zeros_like(particles), zero, zero,
+                         jnp.asarray(-1, jnp.int32))
 
     def step(self, key: Array, state: SVGDState, batch: Any) -> tuple[SVGDState, dict]:
         """Add the batch's likelihood gradients to the round; move the particles when it is complete."""
@@ -132,7 +134,9 @@ class SVGD:
         return self._step(key, state, batch)
 
     def posterior(self, state: SVGDState) -> ParticlePosterior:
-        """The particles, equally weighted."""
+        """The particles, equally weighted; ``FloatingPointError`` naming the round and step size if
+        they went non-finite."""
+        refuse_diverged("SVGD", state.diverged_at, lambda t: self.step_size)
         return ParticlePosterior.equally_weighted(state.particles)
 
     def batches_in_round(self, t: Array) -> Array:
@@ -148,14 +152,15 @@ class SVGD:
         phi = self.direction(state.particles, state.grad_sum, state.points.astype(state.particles.dtype))
         updates, opt_state = self.optimizer.update(-phi, state.opt_state, state.particles)  # optax descends
         zero = jnp.asarray(0, jnp.int32)
-        return SVGDState(optax.apply_updates(state.particles, updates), opt_state, state.round + 1,
-                         jnp.zeros_like(state.grad_sum), zero, zero)
+        particles = optax.apply_updates(state.particles, updates)
+        return SVGDState(particles, opt_state, state.round + 1, jnp.zeros_like(state.grad_sum), zero, zero,
+                         first_nonfinite(state.diverged_at, state.round + 1, particles))
 
     def _step_impl(self, key: Array, state: SVGDState, batch: Any) -> tuple[SVGDState, dict]:
         size = jax.tree_util.tree_leaves(batch)[0].shape[0]
         state = SVGDState(state.particles, state.opt_state, state.round,
                           state.grad_sum + self._grad_loglik(state.particles, batch),
-                          state.batches + 1, state.points + size)
+                          state.batches + 1, state.points + size, state.diverged_at)
         complete = state.batches >= self.batches_in_round(state.round + 1)
         state = jax.lax.cond(complete, self._move, lambda s: s, state)
         return state, {"moved": complete, "round": state.round, **work(size * self.num_particles, size * self.num_particles)}
