@@ -169,3 +169,34 @@ def test_lda_one_estimator_converges_over_its_fold_in_ladder():
     truth = lda.equally_weighted(jnp.asarray(c.topics[None], jnp.float32))
     ladder = lda.fold_in_ladder(truth, jax.random.key(0), c.estimation, c.evaluation, c.model.alpha, [2, 50, 100])
     assert abs(ladder[2] - ladder[1]) < 0.01 and ladder[0] > ladder[2]
+
+
+def test_equal_cost_overlay_caps_every_method_at_one_budget():
+    """workflow/config/equal_cost.yaml merged into the default: every method of the mixture,
+    logistic and posteriordb experiments runs the same number of passes (a method's own entry would
+    otherwise override the section's), at least ten times the section's default budget (the one
+    the default holds SVI, SGLD, NPL and SVGD to)."""
+    from pathlib import Path
+
+    import yaml
+    from snakemake.utils import update_config
+
+    from workflow import config as config_mod
+    from workflow.methods import split_spec
+
+    folder = Path(config_mod.DEFAULT_CONFIG).parent
+    default = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
+    merged = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
+    update_config(merged, yaml.safe_load((folder / "equal_cost.yaml").read_text()))
+    config_mod.validate(merged)
+    for experiment in ("mixture", "logistic", "posteriordb"):
+        def passes(cfg):
+            section = cfg[experiment]
+            defaults = {"batch_size": section.get("batch_size"), "num_passes": section["num_passes"],
+                        "eval_every": None}
+            return {label: split_spec(label, dict(spec), defaults)[1]["num_passes"]
+                    for label, spec in section["methods"].items()}
+
+        capped = passes(merged)
+        assert len(set(capped.values())) == 1, (experiment, capped)
+        assert next(iter(capped.values())) >= 10 * default[experiment]["num_passes"], experiment
