@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -120,7 +121,7 @@ def _sources(names: Sequence[str]) -> list[SourceFile]:
 
 
 def _list(settings: Settings) -> int:
-    print("datasets (python -m datasets prepare NAME --out PATH):")
+    print("datasets (pmd-bench-data prepare NAME --out PATH, or python -m datasets prepare ...):")
     for entry in DATASETS.values():
         print(f"  {entry.name:<20} {entry.summary}")
         print(f"  {'':<20} sources: {', '.join(entry.sources) or 'none (no download)'}")
@@ -160,7 +161,9 @@ def _prepare(settings: Settings, args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m datasets`` (verbs ``list``, ``fetch``, ``verify``, ``prepare``)."""
-    parser = argparse.ArgumentParser(prog="python -m datasets", description=__doc__.split("\n\n")[0])
+    # the console script names itself; `python -m datasets` is the same program
+    parser = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) if sys.argv[0].endswith("pmd-bench-data")
+                                     else "python -m datasets", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data-dir", type=Path, help="cache of source files (default: $PMD_BENCH_DATA_DIR or the repository's data/)"
     )

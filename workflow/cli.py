@@ -38,6 +38,7 @@ The Snakemake rules call these verbs; they work the same by hand::
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import version as package_version
 import json
 import logging
 import os
@@ -67,17 +68,25 @@ def _experiment_name(cfg: dict, experiment: str) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pmd-bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--config", help="workflow config YAML (default: the embedded default)")
+    parser.add_argument("--version", action="version", version=f"pmd-bench {package_version('pmd-bench')}")
+    config_help = "workflow config YAML (default: the embedded default); before or after the verb"
+    parser.add_argument("--config", help=config_help)
+    # every verb takes --config too; SUPPRESS keeps a --config given before the verb when none follows it
+    takes_config = argparse.ArgumentParser(add_help=False)
+    takes_config.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
     sub = parser.add_subparsers(dest="verb", required=True)
 
-    p = sub.add_parser("init-store", help="create the MLflow store and experiments (once, before runs)")
+    def verb(name: str, **kw) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[takes_config], **kw)
+
+    p = verb("init-store", help="create the MLflow store and experiments (once, before runs)")
     p.add_argument("--marker", help="touch this file when done (for Snakemake)")
 
-    p = sub.add_parser("make-data", help="simulate an experiment's data and its exact posterior")
+    p = verb("make-data", help="simulate an experiment's data and its exact posterior")
     p.add_argument("experiment", choices=sorted(n for n, m in EXPERIMENTS.items() if hasattr(m, "make_data")))
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("run", help="run one method with one seed (or, on the mixture and logistic experiments, several batched)")
+    p = verb("run", help="run one method with one seed (or, on the mixture and logistic experiments, several batched)")
     p.add_argument("experiment", choices=sorted(EXPERIMENTS))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
     p.add_argument("--seed", type=int, nargs="+", required=True,
@@ -89,23 +98,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", help="reference posterior draws to score against (logistic); the truth file (sparse_gp)")
     p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
 
-    p = sub.add_parser("reference", help="NUTS reference posterior of an experiment (own process: float64)")
+    p = verb("reference", help="NUTS reference posterior of an experiment (own process: float64)")
     p.add_argument("experiment", choices=["logistic", "sparse_gp"])
     p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
     p.add_argument("--data", required=True, help="the prepared classification file")
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("floor", help="score a held-out reference chain against the others (posteriordb)")
+    p = verb("floor", help="score a held-out reference chain against the others (posteriordb)")
     p.add_argument("experiment", choices=["posteriordb"])
     p.add_argument("--posterior", required=True)
     p.add_argument("--out", required=True, help="the floor of every distance (.json)")
 
-    p = sub.add_parser("rate", help="measure Theorem 5's O(m^-1/2) rate on the conjugate model")
+    p = verb("rate", help="measure Theorem 5's O(m^-1/2) rate on the conjugate model")
     p.add_argument("--particles", type=int, nargs="+", default=[100, 300, 1000, 3000])
     p.add_argument("--seeds", type=int, default=100)
     p.add_argument("--out", required=True, help="result JSON; a .png plot goes beside it")
 
-    p = sub.add_parser("report", help="render a figure or table from result files")
+    p = verb("report", help="render a figure or table from result files")
     p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "figure4", "sparse-gp",
                                      "lda", "figure5", "lda-grid", "cost"])
     p.add_argument("--data", nargs="+", help="the experiment's data file (figure1), reference (logistic) or floor "
@@ -116,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "(sparse-gp, lda, cost)")
     p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost: the experiment whose runs are compared")
 
-    p = sub.add_parser("table1", help="measure Table 1 (section 5) on the conjugate model, or render it")
+    p = verb("table1", help="measure Table 1 (section 5) on the conjugate model, or render it")
     p.add_argument("what", choices=["rate", "cost", "black-box", "render"])
     p.add_argument("--method", help="rate, cost: a method label of the config's table1.rate or table1.cost methods")
     p.add_argument("--theorem5", help="render: PMD's rate (the JSON of `pmd-bench rate`)")
@@ -125,27 +134,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--black-box", help="render: the black-box probe's JSON")
     p.add_argument("--out", required=True, help="a JSON result (rate, cost, black-box) or table1.md (render)")
 
-    p = sub.add_parser("report-html", help="the self-contained HTML report of every experiment's results")
+    p = verb("report-html", help="the self-contained HTML report of every experiment's results")
     p.add_argument("--out", required=True, help="the report's index.html")
 
-    p = sub.add_parser("readme", help="rewrite README.md's generated results sections from result files")
+    p = verb("readme", help="rewrite README.md's generated results sections from result files")
     p.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
     p.add_argument("--sources", help="the JSON snapshot of the result files to render from (default: read them)")
     p.add_argument("--block", nargs="+", metavar="NAME", help="read only these blocks' result files; the others "
                                                              "come from the snapshot (docs/readme_sources.json)")
 
-    p = sub.add_parser("archive", help="keep finished run files in git (archive/) across sessions, or restore them")
+    p = verb("archive", help="keep finished run files in git (archive/) across sessions, or restore them")
     p.add_argument("action", choices=["save", "restore", "verify"])
     p.add_argument("paths", nargs="*", help="save: result files under results/; restore, verify: a path prefix "
                                             "below results/ (default: everything)")
 
-    p = sub.add_parser("plan", help="a config's jobs per rule and its wall time here, extrapolated from the measured "
+    p = verb("plan", help="a config's jobs per rule and its wall time here, extrapolated from the measured "
                                      "anchors (dry run; runs nothing)")
     p.add_argument("configfiles", nargs="*", help="the --configfile files, in order (none: the embedded default)")
     p.add_argument("--cores", type=int, default=2, help="job slots of the machine (default 2, this project's)")
     p.add_argument("--out", required=True, help="the plan's JSON (a .md table is written beside it)")
 
-    p = sub.add_parser("regress", help="compare a workflow run's metrics with the committed baseline (reruns nothing)")
+    p = verb("regress", help="compare a workflow run's metrics with the committed baseline (reruns nothing)")
     p.add_argument("--results", help="the run's results folder (default: the config's results_dir)")
     p.add_argument("--baseline", help="the baseline JSON (default: the config's regress.baseline)")
     p.add_argument("--only", nargs="+", metavar="PREFIX",
@@ -155,6 +164,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="write the baseline from the results' regress.seeds seeds instead of comparing; "
                         "with --only, rewrite only the metrics under those prefixes and keep the rest")
     return parser
+
+
+def _params(text: str | None) -> dict | None:
+    """``--params``: a JSON object, or a ``ValueError`` that names the option and what is wrong."""
+    if text is None:
+        return None
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--params is not valid JSON ({err}); e.g. --params '{{\"num_particles\": 500}}'") from err
+    if not isinstance(params, dict):
+        raise ValueError(f"--params must be a JSON object of the method's settings, got {text!r}")
+    return params
 
 
 def _regress(cfg: dict, args: argparse.Namespace) -> int:
@@ -260,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.method not in section["methods"] and args.params is None:
                 raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
                                  f"({', '.join(section['methods'])}); pass --params to give its settings")
-            params = json.loads(args.params) if args.params else None
+            params = _params(args.params)
             if len(args.seed) != len(args.out):
                 raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
             if len(args.seed) > 1:

@@ -23,6 +23,7 @@ import fcntl
 import json
 import math
 import os
+import sys
 import subprocess
 import time
 from contextlib import contextmanager
@@ -41,15 +42,26 @@ WORKFLOW_RUN_ENV = "PMD_BENCH_WORKFLOW_RUN"
 SUMMARY = ("step_seconds", "eval_seconds", "total_seconds", "num_steps", "visited")
 
 
+def project_root(start: Path | None = None) -> Path:
+    """The checkout the command runs in: the nearest folder at or above ``start`` (default: the
+    current directory) holding the ``Snakefile`` and ``workflow/`` of this project, else ``start``
+    itself. The embedded store lives there, whichever subfolder a command runs from."""
+    start = Path.cwd() if start is None else Path(start)
+    for folder in (start, *start.parents):
+        if (folder / "Snakefile").is_file() and (folder / "workflow").is_dir():
+            return folder
+    return start
+
+
 def tracking_uri(config_uri: str | None = None) -> str:
     """``MLFLOW_TRACKING_URI`` if set, else the config's ``tracking.uri``, else ``sqlite:///mlruns.db``
-    in the current directory (the repository root when run by Snakemake)."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or config_uri or f"sqlite:///{Path.cwd() / 'mlruns.db'}"
+    at the :func:`project_root` (the repository root, also from a subfolder)."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or config_uri or f"sqlite:///{project_root() / 'mlruns.db'}"
 
 
 def artifact_root() -> str:
     """Where runs' artifacts go for the embedded store: ``mlartifacts/`` beside it (git-ignored)."""
-    return (Path.cwd() / "mlartifacts").as_uri()
+    return (project_root() / "mlartifacts").as_uri()
 
 
 def init_store(uri: str, experiments: list[str]) -> None:
@@ -158,9 +170,9 @@ def tracked_run(uri: str, experiment: str, run_name: str, params: Mapping[str, A
     of its workflow invocation's parent run when ``PMD_BENCH_WORKFLOW_RUN`` is set (module
     docstring); the run ends FAILED if the body raises."""
     mlflow.set_tracking_uri(uri)
-    if mlflow.get_experiment_by_name(experiment) is None:
-        raise RuntimeError(f"MLflow experiment {experiment!r} does not exist in {uri}: run "
-                           f"`pmd-bench init-store` first (Snakemake's rule tracking_store does)")
+    if mlflow.get_experiment_by_name(experiment) is None:  # no `pmd-bench init-store` before this run
+        print(f"pmd-bench: creating the MLflow experiment {experiment!r} in {uri}", file=sys.stderr)
+        init_store(uri, [experiment])
     mlflow.set_experiment(experiment)
     all_tags = {"pmd_bench.version": pmd.__version__, "git_commit": git_commit(), **(tags or {})}
     if os.environ.get(WORKFLOW_RUN_ENV):

@@ -1,0 +1,66 @@
+"""The command line's rough edges (issue 34): a version, ``--config`` on either side of the verb,
+errors that name the option at fault, a run before ``init-store``, the store's place."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from workflow import cli
+from workflow.tracking import project_root, tracked_run, tracking_uri
+
+ROOT = Path(__file__).resolve().parent.parent
+CI_CONFIG = str(ROOT / "workflow" / "config" / "ci.yaml")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("pmd-bench ")
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_config_before_or_after_the_verb(tmp_path, monkeypatch, before):
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    args = ["--config", CI_CONFIG, "init-store"] if before else ["init-store", "--config", CI_CONFIG]
+    assert cli.main(args) == 0
+    assert MlflowClient(uri).get_experiment_by_name("pmd-bench/mixture") is not None
+
+
+def test_bad_params_name_the_option(capsys):
+    assert cli.main(["--config", CI_CONFIG, "run", "mixture", "--method", "pmd", "--seed", "0", "--data", "x",
+                     "--out", "y", "--params", "{bad"]) == 2
+    assert "--params is not valid JSON" in capsys.readouterr().err
+    assert cli.main(["run", "mixture", "--method", "pmd", "--seed", "0", "--data", "x", "--out", "y",
+                     "--params", "[1, 2]"]) == 2
+    assert "--params must be a JSON object" in capsys.readouterr().err
+
+
+def test_a_run_before_init_store_creates_its_experiment(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    with tracked_run(uri, "pmd-bench/mixture", "a-run", {"seed": 0}):
+        pass
+    assert "creating the MLflow experiment 'pmd-bench/mixture'" in capsys.readouterr().err
+    runs = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("pmd-bench/mixture").experiment_id])
+    assert [r.info.run_name for r in runs] == ["a-run"]
+
+
+def test_the_embedded_store_is_at_the_project_root_from_any_subfolder(monkeypatch, tmp_path):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(ROOT / "tests")
+    assert project_root() == ROOT and tracking_uri(None) == f"sqlite:///{ROOT / 'mlruns.db'}"
+    monkeypatch.chdir(tmp_path)  # outside a checkout: the current folder
+    assert tracking_uri(None) == f"sqlite:///{tmp_path / 'mlruns.db'}"
+
+
+def test_the_data_command_names_itself():
+    script = Path(sys.executable).parent / "pmd-bench-data"
+    if not script.exists():
+        pytest.skip(f"the console script is not installed beside {sys.executable}")
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("usage: pmd-bench-data")
