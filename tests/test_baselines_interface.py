@@ -103,7 +103,6 @@ BAD = [
     (SVI, {"num_particles": 0}, "num_particles"),
     (SVI, {"init": "median"}, "init"),
     (SVI, {}, "data"),
-    (SVI, {"init": "prior", "data": CONJ.data}, "data"),
     (StochasticNPV, {"learning_rate": 0.0}, "learning_rate"),
     (NPV, {"data": CONJ.data, "iterations": 0}, "iterations"),
     (NPV, {}, "data"),

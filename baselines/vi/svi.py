@@ -127,9 +127,7 @@ class SVI:
     def _whitening(self, data: Any) -> tuple[Array, Array]:
         """``(μ₀, L₀)`` of ``μ = μ₀ + L₀ z``, ``L = L₀ L̃``: the Laplace start, or ``(0, I)`` (module docstring)."""
         self.start_work = (0.0, 0.0)
-        if self.init_from == "prior":
-            if data is not None:
-                raise ConfigError("init='prior' reads no data: data= is only for init='laplace'")
+        if self.init_from == "prior":  # reads no data (the workflow hands data= to every method that takes it)
             return jnp.zeros((self.model.dim,)), jnp.eye(self.model.dim)
         try:
             data = require_full_data(self.model, data, self.data_size)

@@ -1,0 +1,102 @@
+"""One tuning protocol for every method, PMD included (issue 31; the paper's H.4 grid search, made
+blind to the reference posterior, as benchopt-style benchmarks tune their solvers).
+
+* The training data are split once: a ``fraction`` of the rows (default 0.2), drawn with the
+  tuning's own seed, is held out for validation; the method never sees them.
+* Each point of the method's grid (``<experiment>.tuning.grids.<label>``: ``{setting: [values]}``,
+  every combination) runs on the remaining rows at the experiment's run settings (batch size,
+  passes), with tuning seeds ``TUNING_SEED + k`` that no reported run uses (those are 0, 1, ...).
+* A point is scored by its held-out log predictive density on the validation rows,
+  ``LPD = 1/V Σ_v log Σ_s w_s p(x_v | θ_s)``, over ``n`` points ``(θ_s, w_s)`` of the method's own
+  posterior (:func:`pmd.posterior.own_draws`, the yardstick's sample): a criterion every method
+  has (Fong et al. 2019 score NPL and its competitors by it) and that never reads the reference.
+  The point with the best mean LPD over the tuning seeds is chosen; a run that raises, or whose
+  LPD is not finite, scores ``-inf`` and keeps its error.
+
+:func:`tune` returns the grid, every point's LPDs, the chosen point and what the tuning cost
+(stepping seconds and likelihood work, :data:`pmd.runner.WORK`, summed over all its runs), for the
+tuned run's parameters and the tables' ``tuned`` row.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from pmd import ConfigError, Model, own_draws, run
+
+from . import methods
+
+TUNING_SEED = 10_000  # tuning runs use TUNING_SEED + k; the reported runs use seeds 0, 1, ...
+
+
+def grid_points(grid: dict[str, list]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, as settings dicts (in the grid's order)."""
+    if not grid or any(not isinstance(v, list) or not v for v in grid.values()):
+        raise ConfigError(f"a tuning grid maps each setting to a non-empty list of values, got {grid!r}")
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
+
+
+def validation_split(data: Any, fraction: float, seed: int) -> tuple[Any, Any]:
+    """``(training rows, validation rows)``: a random ``fraction`` of the rows held out."""
+    if not 0.0 < fraction < 1.0:
+        raise ConfigError(f"the validation fraction must lie in (0, 1), got {fraction!r}")
+    rows = int(jax.tree_util.tree_leaves(data)[0].shape[0])
+    held = int(round(fraction * rows))
+    if not 1 <= held < rows:
+        raise ConfigError(f"a validation split of {fraction} leaves no rows on one side of {rows}")
+    order = np.random.default_rng(seed).permutation(rows)
+    take = lambda idx: jax.tree_util.tree_map(lambda a: np.asarray(a)[np.sort(idx)], data)  # noqa: E731
+    return take(order[held:]), take(order[:held])
+
+
+def heldout_lpd(posterior, model: Model, valid: Any, key: jax.Array, num_samples: int) -> float:
+    """The module docstring's ``LPD`` of ``valid`` under ``num_samples`` points of ``posterior``."""
+    samples, log_w = own_draws(posterior, key, num_samples)
+    loglik = model.batch_log_likelihood(samples, jax.tree_util.tree_map(jnp.asarray, valid))  # (n, V)
+    return float(jnp.mean(logsumexp(loglik + log_w[:, None], axis=0)))
+
+
+def tune(label: str, spec: dict, model: Model, data: Any, settings: dict, grid: dict[str, list], *,
+         seeds: int = 2, fraction: float = 0.2, num_samples: int = 1000,
+         build: Callable | None = None) -> dict:
+    """Run the module docstring's protocol for method ``label`` (its config entry ``spec``) and
+    return ``{"grid", "points": [{"point", "lpd": [per seed], "mean_lpd", "error"}], "chosen",
+    "seconds", "evals", "grad_evals", "fraction", "seeds"}``. ``settings`` are the runner's
+    ``batch_size`` and ``num_passes``; ``build(spec, model, train, num_steps)`` makes the method
+    (default :func:`workflow.methods.build`)."""
+    build = build or (lambda s, m, d, steps: methods.build(label, s, m, d, steps))
+    train, valid = validation_split(data, fraction, TUNING_SEED)
+    rows = int(jax.tree_util.tree_leaves(train)[0].shape[0])
+    batch = min(settings["batch_size"], rows)
+    num_steps = max(1, math.ceil(settings["num_passes"] * rows / batch))
+    points, seconds, evals, grads = [], 0.0, 0.0, 0.0
+    for point in grid_points(grid):
+        scores, error = [], None
+        for k in range(seeds):
+            key = jax.random.key(TUNING_SEED + k)
+            try:
+                method = build({**spec, **point}, model, train, num_steps)
+                result = run(method, train, key, batch_size=batch, num_passes=settings["num_passes"])
+                seconds += result.step_seconds
+                evals += float(result.curves["evals"][-1])
+                grads += float(result.curves["grad_evals"][-1])
+                scores.append(heldout_lpd(result.posterior, model, valid, jax.random.fold_in(key, 1), num_samples))
+            except (ConfigError, FloatingPointError, ValueError) as err:  # a failed point scores -inf
+                error, scores = f"{type(err).__name__}: {err}", scores + [-math.inf]
+        mean = float(np.mean(scores)) if all(map(math.isfinite, scores)) else -math.inf
+        points.append({"point": point, "lpd": scores, "mean_lpd": mean, "error": error})
+    best = max(points, key=lambda p: p["mean_lpd"])
+    if not math.isfinite(best["mean_lpd"]):
+        errors = [p["error"] for p in points if p["error"]]
+        raise ConfigError(f"tuning {label}: no point of {grid} ran to a finite held-out LPD"
+                          + (f" (first error: {errors[0]})" if errors else " (every posterior was non-finite)"))
+    return {"grid": grid, "points": points, "chosen": best["point"], "seconds": seconds, "evals": evals,
+            "grad_evals": grads, "fraction": fraction, "seeds": seeds}
