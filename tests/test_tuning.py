@@ -58,3 +58,38 @@ def test_tuning_picks_the_working_step_size_and_records_its_cost():
     with pytest.raises(ConfigError, match="no point"):
         tuning.tune("svi", spec, conj.model, conj.data, {"batch_size": 20, "num_passes": 3},
                     {"learning_rate": [1e4]}, seeds=1, num_samples=50)
+
+
+def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
+    """``pmd-bench tune mixture`` on a grid from the config writes the JSON and an MLflow run
+    ``tune-svi``; ``run --tuning`` runs the chosen settings and records the tuning in the result."""
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from workflow import cli
+    from workflow import config as config_mod
+    from workflow.results import load_npz
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    cfg = config_mod.load(config_mod.DEFAULT_CONFIG.parent / "ci.yaml")
+    cfg["mixture"].update(num_passes=0.2, eval_every=100, score_samples=100,
+                          grid={"lower": [-3.0, -4.0], "upper": [3.0, 4.0], "size": [21, 27]},
+                          tuning={"fraction": 0.2, "seeds": 1, "grids": {"svi": {"learning_rate": [1e-6, 0.05]}}})
+    cfg["mixture"]["methods"] = {"svi": {"family": "fullrank", "num_particles": 4, "init": "prior"}}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    data, chosen, out = tmp_path / "data.npz", tmp_path / "tuning.json", tmp_path / "seed0.npz"
+    assert cli.main(["--config", str(config), "make-data", "mixture", "--out", str(data)]) == 0
+    assert cli.main(["--config", str(config), "tune", "mixture", "--method", "svi", "--data", str(data),
+                     "--out", str(chosen)]) == 0
+    assert cli.main(["--config", str(config), "run", "mixture", "--method", "svi", "--seed", "0", "--data", str(data),
+                     "--out", str(out), "--tuning", str(chosen)]) == 0
+    _, meta = load_npz(out)
+    assert meta["tuning"]["chosen"] == {"learning_rate": 0.05} and meta["params"]["method.learning_rate"] == 0.05
+    assert meta["tuning"]["seconds"] > 0 and meta["tuning"]["evals"] > 0
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("pmd-bench/mixture").experiment_id],
+                                filter_string="tags.mlflow.runName = 'tune-svi'")
+    assert run.data.params["chosen.learning_rate"] == "0.05" and run.data.metrics["tuning_seconds"] > 0

@@ -95,8 +95,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
     p.add_argument("--out", nargs="+", required=True)
     p.add_argument("--params", help="JSON object replacing the method's config entry")
+    p.add_argument("--tuning", help="a `pmd-bench tune` result: its chosen settings override the entry's, and the "
+                                    "result file records the tuning (grid, choice, cost)")
     p.add_argument("--reference", help="reference posterior draws to score against (logistic); the truth file (sparse_gp)")
     p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
+
+    p = verb("tune", help="choose a method's settings from its config grid by held-out log predictive density "
+                          "on a validation split (workflow/tuning.py)")
+    p.add_argument("experiment", choices=sorted(TUNABLE))
+    p.add_argument("--method", required=True, help="a method label of the config's experiment section")
+    p.add_argument("--data", required=True, help="the experiment's data file")
+    p.add_argument("--grid", help="JSON {setting: [values]} (default: the config's <experiment>.tuning.grids.<method>)")
+    p.add_argument("--out", required=True, help="the tuning's JSON: every point's scores, the choice, its cost")
 
     p = verb("reference", help="NUTS reference posterior of an experiment (own process: float64)")
     p.add_argument("experiment", choices=["logistic", "sparse_gp"])
@@ -164,6 +174,57 @@ def _parser() -> argparse.ArgumentParser:
                    help="write the baseline from the results' regress.seeds seeds instead of comparing; "
                         "with --only, rewrite only the metrics under those prefixes and keep the rest")
     return parser
+
+
+TUNABLE = ("mixture", "logistic")  # experiments whose data split into training and validation rows
+
+
+def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
+    """The ``tune`` verb: :func:`workflow.tuning.tune` of ``--method`` on the experiment's training
+    data at its run settings, the JSON to ``--out`` and an MLflow run ``tune-<method>`` with it."""
+    import mlflow
+
+    from .methods import split_spec
+    from .tracking import tracked_run
+    from .tuning import tune
+
+    section = cfg[args.experiment]
+    if args.method not in section["methods"]:
+        raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods")
+    options = section.get("tuning", {})
+    grid = _params(args.grid) if args.grid else options.get("grids", {}).get(args.method)
+    if not grid:
+        raise ValueError(f"no grid to tune {args.method!r} on: give --grid or {args.experiment}.tuning.grids.{args.method}")
+    spec, settings = split_spec(args.method, section["methods"][args.method], section)
+    if args.experiment == "mixture":
+        x, _, _ = mixture.load_data(args.data)
+        model, data, samples = mixture.WellingTehMixture().model(), x, section["score_samples"]
+    else:
+        data, _ = logistic.load_data(args.data, spec.pop("train_rows", section["train_rows"]))
+        model = logistic.BayesianLogisticRegression(data["x"].shape[1], section["prior_std"]).model()
+        samples = section["eval_samples"]
+    params = {"method": args.method, "grid": grid, "fraction": options.get("fraction", 0.2),
+              "seeds": options.get("seeds", 2)}
+    with tracked_run(uri, _experiment_name(cfg, args.experiment), f"tune-{args.method}", params,
+                     {"experiment": args.experiment, "role": "tuning"}):
+        out = tune(args.method, spec, model, data, settings, grid, seeds=params["seeds"],
+                   fraction=params["fraction"], num_samples=samples)
+        save_json(args.out, out)
+        mlflow.log_params({f"chosen.{k}": v for k, v in out["chosen"].items()})
+        mlflow.log_metrics({"tuning_seconds": out["seconds"], "tuning_evals": out["evals"],
+                            "tuning_grad_evals": out["grad_evals"],
+                            "best_heldout_lpd": max(p["mean_lpd"] for p in out["points"])})
+        mlflow.log_artifact(str(args.out), artifact_path="tuning")
+    print(f"{args.method}: chose {out['chosen']} of {len(out['points'])} points in {out['seconds']:.1f}s of stepping")
+
+
+def _record_tuning(out: str, tuned: dict) -> None:
+    """Add the tuning (grid, choice, cost) to a run's result file, atomically."""
+    from .results import load_npz, save_npz
+
+    arrays, meta = load_npz(out)
+    meta["tuning"] = {k: tuned[k] for k in ("grid", "chosen", "seconds", "evals", "grad_evals", "fraction", "seeds")}
+    save_npz(out, arrays, meta)
 
 
 def _params(text: str | None) -> dict | None:
@@ -283,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
                                  f"({', '.join(section['methods'])}); pass --params to give its settings")
             params = _params(args.params)
+            tuned = None
+            if args.tuning:
+                tuned = json.loads(Path(args.tuning).read_text())
+                params = {**(params or section["methods"][args.method]), **tuned["chosen"]}
             if len(args.seed) != len(args.out):
                 raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
             if len(args.seed) > 1:
@@ -313,10 +378,14 @@ def main(argv: list[str] | None = None) -> int:
                 meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out,
                                                             uri, _experiment_name(cfg, args.experiment), params,
                                                             **extra)
+            if tuned is not None:
+                _record_tuning(args.out, tuned)
             print(f"{args.method} seed {args.seed}: {meta['num_steps']} steps in {meta['step_seconds']:.1f}s"
                   + (f"; FAILED: {meta['error']}" if meta.get("status") == "failed" else ""))
         elif args.verb == "regress":
             return _regress(cfg, args)
+        elif args.verb == "tune":
+            _tune(cfg, args, uri)
         elif args.verb == "plan":
             from reports import benchmarks as bench_report
             from workflow import plan
