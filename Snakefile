@@ -25,6 +25,7 @@ include: "workflow/rules/sparse_gp.smk"
 include: "workflow/rules/lda.smk"
 include: "workflow/rules/table1.smk"
 include: "workflow/rules/regress.smk"
+include: "workflow/rules/tuning.smk"
 include: "workflow/rules/cost.smk"
 
 include: "workflow/rules/report.smk"

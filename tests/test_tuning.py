@@ -93,3 +93,26 @@ def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
     (run,) = client.search_runs([client.get_experiment_by_name("pmd-bench/mixture").experiment_id],
                                 filter_string="tags.mlflow.runName = 'tune-svi'")
     assert run.data.params["chosen.learning_rate"] == "0.05" and run.data.metrics["tuning_seconds"] > 0
+
+
+def test_tuning_overlay_tunes_each_gridded_label_and_runs_it_beside_its_default():
+    """workflow/config/tuning.yaml over the default: one `tune` job per gridded label of the mixture
+    and logistic experiments, and one `run_tuned` job per such label and seed (the `<label>_tuned`
+    rows of the tables); the overlay keeps its own results folder."""
+    import yaml
+
+    from workflow import config as config_mod
+    from workflow import plan
+
+    folder = config_mod.DEFAULT_CONFIG.parent
+    overlay = yaml.safe_load((folder / "tuning.yaml").read_text())
+    default = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
+    jobs = plan.dry_run([config_mod.DEFAULT_CONFIG, folder / "tuning.yaml"])
+    for experiment in ("mixture", "logistic"):
+        labels = set(overlay[experiment]["tuning"]["grids"])
+        assert labels <= set(default[experiment]["methods"])
+        tuned = {w["method"] for rule, w in jobs if rule == "tune" and w["experiment"] == experiment}
+        runs = {(w["method"], int(w["seed"])) for rule, w in jobs if rule == "run_tuned" and w["experiment"] == experiment}
+        assert tuned == labels
+        assert runs == {(m, s) for m in labels for s in range(default[experiment]["seeds"])}
+    assert overlay["results_dir"] != default["results_dir"]

@@ -80,6 +80,9 @@ ANCHORS: dict[str, Anchor] = {
     "posteriordb_report": Anchor(7, FIGURE_MB, source="7 s, default config"),
     "cost_report": Anchor(8, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
                           "(2026-11-26)"),
+    "tune": Anchor(180, RUN_MB, source="not yet measured at a config's size: (grid points × tuning seeds) runs "
+                   "of one method, charged as one run of the slowest ci-config job, 3 min"),
+    "run_tuned": Anchor(180, RUN_MB, source="not yet measured: one run, charged as the slowest ci-config job, 3 min"),
     "posteriordb_unavailable": Anchor(1, PROCESS_MB, source="a shell echo that fails: no Python process"),
     "table1_render": Anchor(42, FIGURE_MB, source="42 s, ci config"),
     "report_html": Anchor(60, FIGURE_MB, source="not in the logs: as the slowest figure job, rounded up"),

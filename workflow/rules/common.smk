@@ -12,6 +12,15 @@ ALL_TARGETS = []
 # experiment -> the inputs of its cost-to-threshold report (cost.smk): its run files and, where the
 # criterion needs one, the data file holding the floor; each experiment's rule file registers its own.
 COST_INPUTS = {}
+# experiment -> where its tuned runs read from (tuning.smk): its folder, data file and the run's other
+# inputs; a method label with a grid in `<experiment>.tuning.grids` also runs as `<label>_tuned`.
+TUNED = {}
+
+
+def tuned_labels(experiment):
+    """The `<label>_tuned` method labels of an experiment's tuning grids (none without a tuning section)."""
+    return [f"{label}_tuned" for label in config[experiment].get("tuning", {}).get("grids", {})]
+
 # The CLI through this interpreter: no PATH set-up needed (`pmd-bench` is the same entry point).
 PMD_BENCH = f"{shlex.quote(sys.executable)} -m workflow.cli"
 RESOLVED_CONFIG = f"{RESULTS}/config.yaml"

@@ -6,7 +6,9 @@ LOG_METHODS = list(config["logistic"]["methods"])
 LOG_SEEDS = list(range(config["logistic"]["seeds"]))
 FIGURE2 = f"{RESULTS}/figures/figure2.png"
 TABLE_LOGISTIC = f"{RESULTS}/figures/table_logistic.md"
-LOG_RUNS = expand(f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LOG_METHODS, seed=LOG_SEEDS)
+TUNED["logistic"] = {"dir": LOG_DIR, "data": LOG_DATA, "extra": {"reference": f"{LOG_DIR}/reference.npz"}}
+LOG_RUNS = expand(f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LOG_METHODS + tuned_labels("logistic"),
+                  seed=LOG_SEEDS)
 COST_INPUTS["logistic"] = {"runs": LOG_RUNS}
 
 ALL_TARGETS.extend([FIGURE2, TABLE_LOGISTIC])

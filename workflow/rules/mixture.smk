@@ -3,7 +3,9 @@ MIX_DIR = f"{RESULTS}/mixture"
 MIX_METHODS = list(config["mixture"]["methods"])
 MIX_SEEDS = list(range(config["mixture"]["seeds"]))
 FIGURE1 = f"{RESULTS}/figures/figure1.png"
-MIX_RUNS = expand(f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz", method=MIX_METHODS, seed=MIX_SEEDS)
+TUNED["mixture"] = {"dir": MIX_DIR, "data": f"{MIX_DIR}/data.npz", "extra": {}}
+MIX_RUNS = expand(f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz", method=MIX_METHODS + tuned_labels("mixture"),
+                  seed=MIX_SEEDS)
 COST_INPUTS["mixture"] = {"data": f"{MIX_DIR}/data.npz", "runs": MIX_RUNS}
 
 ALL_TARGETS.append(FIGURE1)

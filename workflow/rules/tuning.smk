@@ -1,0 +1,48 @@
+# The tuning protocol (issue 31, workflow/tuning.py): for every method label with a grid in
+# `<experiment>.tuning.grids`, one job chooses its settings on a validation split of the training
+# data (`pmd-bench tune`), and its seeds run again with the choice as `<label>_tuned`, beside the
+# default row in every table and figure of the experiment (the experiment's rule file puts those
+# runs in its report's inputs and registers its data in TUNED). Included after the experiments.
+
+
+rule tune:
+    input:
+        config=RESOLVED_CONFIG,
+        data=lambda wildcards: TUNED[wildcards.experiment]["data"],
+        store=f"{RESULTS}/.tracking-store",
+    output:
+        f"{RESULTS}/{{experiment}}/tuning/{{method}}.json",
+    wildcard_constraints:
+        experiment="|".join(TUNED) or "(?!)",
+    log:
+        f"{RESULTS}/logs/{{experiment}}/tune-{{method}}.log",
+    threads: 1
+    resources:
+        **job_resources("tune", config),
+    shell:
+        PMD_BENCH + " --config {input.config} tune {wildcards.experiment} --method {wildcards.method}"
+        + " --data {input.data} --out {output} > {log} 2>&1"
+
+
+rule run_tuned:
+    input:
+        unpack(lambda wildcards: {"config": RESOLVED_CONFIG, "data": TUNED[wildcards.experiment]["data"],
+                                  "store": f"{RESULTS}/.tracking-store",
+                                  "tuning": f"{RESULTS}/{wildcards.experiment}/tuning/{wildcards.method}.json",
+                                  **TUNED[wildcards.experiment]["extra"]}),
+    output:
+        f"{RESULTS}/{{experiment}}/runs/{{method}}_tuned/seed{{seed}}.npz",
+    wildcard_constraints:
+        experiment="|".join(TUNED) or "(?!)",
+        seed=r"\d+",
+    log:
+        f"{RESULTS}/logs/{{experiment}}/{{method}}_tuned-seed{{seed}}.log",
+    threads: 1
+    resources:
+        **job_resources("run_tuned", config),
+    params:
+        extra=lambda wildcards, input: " ".join(f"--{k} {input[k]}" for k in TUNED[wildcards.experiment]["extra"]),
+    shell:
+        PMD_BENCH + " --config {input.config} run {wildcards.experiment} --method {wildcards.method}"
+        + " --seed {wildcards.seed} --data {input.data} {params.extra} --tuning {input.tuning} --out {output}"
+        + " > {log} 2>&1"
