@@ -90,16 +90,25 @@ def _check_key(key: Any, name: str = "key") -> None:
         raise ConfigError(f"{name} must be a JAX PRNG key such as jax.random.key({int(key)}), got the integer {int(key)}")
 
 
+def _same_data(own: Any, data: Any) -> bool:
+    """Whether a method's copy of the data (``own``) holds the run's rows: the same values in the
+    copy's dtype (a method may keep float32 of float64 data), and of a mapping only the fields the
+    method kept (LDA's SMC keeps a corpus's words and mask)."""
+    if isinstance(own, Mapping) and isinstance(data, Mapping):
+        return own.keys() <= data.keys() and all(_same_data(own[k], data[k]) for k in own)
+    mine, theirs = jax.tree_util.tree_leaves(own), jax.tree_util.tree_leaves(data)
+    return jax.tree_util.tree_structure(own) == jax.tree_util.tree_structure(data) and all(
+        np.shape(a) == np.shape(b) and np.array_equal(np.asarray(a), np.asarray(b).astype(np.asarray(a).dtype))
+        for a, b in zip(mine, theirs))
+
+
 def _check_method_data(method: InferenceMethod, data: Any) -> None:
     """A method built with its own copy of the data (``data=``, read by its full-data steps or
     moves) must have been given the data set the run streams: the two cannot differ silently."""
     own = getattr(method, "data", None)
     if own is None or own is data:
         return
-    same = jax.tree_util.tree_structure(own) == jax.tree_util.tree_structure(data) and all(
-        np.shape(a) == np.shape(b) and np.array_equal(np.asarray(a), np.asarray(b))
-        for a, b in zip(jax.tree_util.tree_leaves(own), jax.tree_util.tree_leaves(data)))
-    if not same:
+    if not _same_data(own, data):
         raise ConfigError(f"{type(method).__name__} was built with data= that is not the data set given to the "
                           "run: pass the same data to both")
 
@@ -224,11 +233,11 @@ def run_batched(
     keys = list(keys)  # a list of keys, or an array of them (jax.random.split(key, k))
     if not keys:
         raise ConfigError("run_batched needs at least one key")
-    check_data(data)
-    _check_method_data(method, data)
     if not getattr(method, "batchable", True):
         raise ConfigError(f"{type(method).__name__} with these options runs one repetition at a time "
                           f"(its batchable is false): use run() per key")
+    check_data(data)
+    _check_method_data(method, data)
     loggers = [None] * len(keys) if loggers is None else list(loggers)
     if len(loggers) != len(keys):
         raise ConfigError(f"run_batched got {len(keys)} keys but {len(loggers)} loggers")

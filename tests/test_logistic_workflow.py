@@ -131,7 +131,7 @@ def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(workspac
     root, data, cli, env = workspace
     reference = root / "batched" / "reference.npz"
     draws = np.random.default_rng(1).normal(size=(400, 3)).astype(np.float32)
-    save_npz(reference, {"draws": draws, "held_out": draws[:100]}, {})
+    save_npz(reference, {"draws": draws, "held_out": draws[:100]}, {"floor_samples": 200})  # the config's eval_samples
     params = json.dumps({"method": "sgld", "num_particles": 32, "burn_in": 5, "a": 0.003})
     outs = [root / "batched" / f"b{s}.npz" for s in (0, 1)]
     done = cli("run", "logistic", "--method", "sgld", "--seed", "0", "1", "--params", params, "--data", str(data),

@@ -127,11 +127,13 @@ def predictive_log_prob(samples: Array, log_weights: Array, x: Array, y: Array) 
 def predictive_scores(posterior: Posterior, data: dict, key: Array, num_samples: int = 1000) -> dict[str, float]:
     """Test error and mean test log-likelihood of ``posterior``'s predictive (module docstring).
 
-    The predictive averages over ``num_samples`` points of the posterior's own distribution
-    (:func:`pmd.posterior.own_draws`, the one yardstick: a mixture's or a KDE's draws include their
-    kernels). A posterior with non-finite samples scores NaN (not a spurious zero error).
+    The predictive is an expectation under the posterior: weighted particles give it exactly, with
+    their weights; a posterior with a density (a Gaussian, a KDE, NPV's mixture) by ``num_samples``
+    of its own draws, kernels included (:func:`pmd.posterior.own_draws`; never its centres alone).
+    A posterior with non-finite samples scores NaN (not a spurious zero error).
     """
-    samples, log_w = own_draws(posterior, key, num_samples)
+    samples, log_w = (own_draws(posterior, key, num_samples) if posterior.has_density()
+                      else posterior.weighted_samples(key, num_samples))
     log_p = predictive_log_prob(samples, log_w, jnp.asarray(data["x"]), jnp.asarray(data["y"]))
     error = jnp.where(jnp.any(jnp.isnan(log_p)), jnp.nan, jnp.mean(log_p <= jnp.log(0.5)))
     return {"test_error": float(error), "test_loglik": float(jnp.mean(log_p))}
