@@ -18,7 +18,8 @@ Every method runs on every posterior under ONE rule, nothing tuned per posterior
 posterior's weighted samples (``eval_samples`` draws from a posterior that has only a density),
 mapped to the reference draws' columns by :meth:`PosteriordbProblem.constrain`, scored against
 the reference draws of all chains pooled (:class:`pmd.sample_metrics.SampleReference`). A run
-whose final weighted samples are not finite, or whose method raises, is recorded as failed: NaN
+whose final weighted samples are not finite, or whose method raises (at its start too: SVI's Laplace
+start on a posterior with no mode), is recorded as failed: NaN
 metrics and the reason in the result file and in MLflow (run status FAILED), and the job still
 succeeds so that the table shows the failed cell.
 
@@ -150,7 +151,10 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
     reference = SampleReference(reference_draws(problem, data_settings).reshape(-1, len(problem.columns)))
     num_data = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
     spec, settings = budget(cfg, label, cfg["methods"][label] if params is None else params, num_data)
-    method = methods.build(label, spec, problem.model, problem.data, settings["num_steps"])
+    try:
+        method, start_failure = methods.build(label, spec, problem.model, problem.data, settings["num_steps"]), None
+    except FloatingPointError as err:  # the method cannot start here (SVI's Laplace start finds no mode): a result
+        method, start_failure = None, err
     run_params = {"method": label, "posterior": posterior, "seed": seed, "num_data": num_data, "iid": problem.iid,
                   "dim": problem.model.dim, "eval_samples": cfg["eval_samples"], **settings,
                   **{f"method.{k}": v for k, v in spec.items()}}
@@ -158,6 +162,8 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
     tags = {"experiment": EXPERIMENT, "posterior": posterior}
     with tracked_run(uri, experiment, f"{label}-{posterior}-seed{seed}", run_params, tags) as logger:
         try:
+            if start_failure is not None:
+                raise start_failure
             result = run_budgeted(method, problem.data, settings, jax.random.key(seed), evaluate, logger)
             error = evaluate.failure
         except Exception as err:  # noqa: BLE001 (a method's failure is a result: the table shows it)
