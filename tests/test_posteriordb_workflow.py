@@ -182,3 +182,20 @@ def test_the_table_asked_for_without_a_mirror_fails_with_the_reason(tmp_path):
     assert done.returncode != 0
     assert "the posteriordb experiment cannot run: no offline mirror" in done.stdout + done.stderr
     assert not (tmp_path / "results/figures/table_posteriordb.md").exists()
+
+
+@pytest.mark.needs_data
+def test_a_method_that_cannot_start_is_a_failed_cell(workspace, monkeypatch):
+    """A method whose construction finds no start on a posterior (SVI's Laplace start raises
+    FloatingPointError when L-BFGS ends at no mode) is recorded as a failed run with that message,
+    as a method that fails while stepping is, and the job itself succeeds."""
+    root, cfg, uri, _ = workspace
+
+    def no_mode(*args, **kwargs):
+        raise FloatingPointError("no Laplace start for this posterior: the Hessian is not negative definite")
+
+    monkeypatch.setattr(posteriordb.methods, "build", no_mode)
+    out = root / "results" / "posteriordb" / "runs" / POSTERIOR / "smc" / "nostart.npz"
+    meta = posteriordb.run_one(cfg["posteriordb"], "smc", POSTERIOR, 0, out, uri, "pmd-bench/posteriordb")
+    assert meta["status"] == "failed" and meta["error"].startswith("FloatingPointError: no Laplace start")
+    assert all(math.isnan(v) for v in meta["final"].values())
