@@ -194,7 +194,8 @@ def run(
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A step reports its
     work in ``info["evals"]`` and ``info["grad_evals"]`` (:data:`WORK`): the curves hold their
-    running totals, NaN for a method that does not count. A method whose
+    running totals, from the method's ``start_work`` (what building it cost, e.g. SVI's Laplace
+    start; default none), NaN for a method that does not count. A method whose
     ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``),
     one whose ``wants_data`` is true the whole ``data`` (``step(..., data=)``; :func:`stepper`).
     A method with a ``check_num_steps(num_steps)`` is handed the run's length first, to refuse a
@@ -293,7 +294,8 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
     n = len(plans)
     visited, done, step_seconds, eval_seconds = [0] * n, 0, 0.0, [0.0] * n
-    work = [dict.fromkeys(WORK, 0.0) for _ in plans]
+    # a method that spent work before its first step (SVI's Laplace start) says so in start_work
+    work = [dict(zip(WORK, map(float, getattr(method, "start_work", (0.0, 0.0))))) for _ in plans]
     curves: list[dict[str, list]] = [{} for _ in plans]
     marks: list[list[int]] = [[] for _ in plans]
     infos: list[list[dict]] = [[] for _ in plans]

@@ -108,8 +108,12 @@ THRESHOLDS = {
     # logistic: "the same two", on the logistic table's metrics against the NUTS reference
     "logistic": Criterion("|mean error| ≤ 0.5 reference sd and |log σ_q/σ_ref| ≤ 0.3",
                           ("mean_error", "log_std_ratio"), bounds=GOAL),
-    # mixture: "tv ≤ 1.5 × the floor's tv" (the floor: exact posterior draws, in the data file)
-    "mixture": Criterion("tv ≤ 1.5 × the exact-draws floor's tv", ("tv",), factor=1.5, reference="floor"),
+    # mixture: "tv ≤ 1.5 × the floor's tv" (the floor: exact posterior draws, in the data file), on the
+    # LOO-KDE TV (tv_sharp): H.1's coarse estimator scores the floor's own exact draws at 0.58 on the
+    # default config (n = 300) and one Gaussian in one mode at 0.55, so 1.5 times its floor is met by
+    # every method before its first step; the LOO KDE's floor (0.196) separates them
+    "mixture": Criterion("TV (LOO KDE) ≤ 1.5 × the exact-draws floor's", ("tv_sharp",), factor=1.5,
+                         reference="floor"),
     # sparse GP: "test RMSE within 1% of the best final RMSE among methods"
     "sparse_gp": Criterion("test RMSE within 1% of the best final test RMSE among methods", ("test_rmse",),
                            factor=1.01, reference="best", group="problem"),

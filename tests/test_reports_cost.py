@@ -62,8 +62,8 @@ def test_the_absolute_criteria_ask_for_both_bounds():
 
 def test_relative_thresholds_come_from_the_floor_and_from_the_best_final(tmp_path):
     data = tmp_path / "data.npz"
-    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.2}})
-    assert cost.THRESHOLDS["mixture"].threshold({}, data) == pytest.approx(0.3)
+    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.9, "tv_sharp": 0.2}})
+    assert cost.THRESHOLDS["mixture"].threshold({}, data) == pytest.approx(0.3)  # the LOO KDE's floor
     with pytest.raises(ValueError, match="--data"):
         cost.THRESHOLDS["mixture"].threshold({})
     runs = {"pmd": [(run({"log_perplexity": [9, 8, 7.1, 7.0, 7.0]}), {}), (run({"log_perplexity": [9] * 4 + [8]}), {})],
@@ -119,16 +119,16 @@ def test_sparse_gp_leaves_out_a_problem_without_test_rmse(tmp_path):
 
 def test_cli_report_cost_end_to_end_on_the_mixture(tmp_path, capsys):
     data = tmp_path / "data.npz"
-    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.2}})
-    files = write_runs(tmp_path / "runs", {"pmd": [{"tv": [1.0, 0.5, 0.3, 0.25, 0.25]}] * 2,
-                                           "gibbs": [{"tv": [1.0, 0.9, 0.8, 0.5, 0.28]}] * 2},
+    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.9, "tv_sharp": 0.2}})
+    files = write_runs(tmp_path / "runs", {"pmd": [{"tv_sharp": [1.0, 0.5, 0.3, 0.25, 0.25]}] * 2,
+                                           "gibbs": [{"tv_sharp": [1.0, 0.9, 0.8, 0.5, 0.28]}] * 2},
                        gibbs={"evals": (0.0, *[np.nan] * 4)})
     out, fig = tmp_path / "figures" / "cost_mixture.md", tmp_path / "figures" / "cost_mixture.png"
     argv = ["report", "cost", "--experiment", "mixture", "--runs", *files, "--out", str(out), "--figure", str(fig)]
     assert cli.main(argv) == 2 and "--data" in capsys.readouterr().err  # the floor is in the data file
     assert cli.main([*argv, "--data", str(data)]) == 0
     text = out.read_text()
-    assert "tv ≤ 1.5 × the exact-draws floor's tv" in text and "≤ 0.3." in text
+    assert "TV (LOO KDE) ≤ 1.5 × the exact-draws floor's" in text and "≤ 0.3." in text
     assert "| pmd | 2/2 | 20 (20, 20) | 2 (2, 2) | 20 (20, 20) |" in text
     assert "| gibbs | 2/2 | 40 (40, 40) | 4 (4, 4) | not counted (not counted, not counted) |" in text
     assert "main measure is data points visited" in text and "PMD (`pmd`) ranks **1 of 2**" in text

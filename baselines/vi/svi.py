@@ -186,9 +186,6 @@ class SVI:
         updates, opt_state = self.optimizer.update(neg, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         t = state.step + 1
-        # the batch at each of the num_particles draws; the first step also carries the start's cost
-        draws = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles
-        first = t == 1
+        draws = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles  # the batch at each draw
         return SVIState(params, opt_state, t), {"elbo": elbo, "learning_rate": self.learning_rate(t),
-                                                **work(draws + first * self.start_work[0],
-                                                       draws + first * self.start_work[1])}
+                                                **work(draws, draws)}
