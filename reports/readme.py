@@ -109,7 +109,7 @@ def refreshed_sources(readme: str, snapshot: dict[str, str], names: list[str], r
     if unknown:
         raise ValueError(f"README.md has no generated block {', '.join(map(repr, unknown))}; "
                          f"its blocks are: {', '.join(by_name)}")
-    fresh = read_sources("".join(m.group(0) for m in blocks(readme) if m["name"] in names), root)
+    fresh = read_sources("\n".join(m.group(0) for m in blocks(readme) if m["name"] in names), root)
     return {path: fresh.get(path, text) for path, text in snapshot.items()} | fresh
 
 
