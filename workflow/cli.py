@@ -192,7 +192,7 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
     if args.method not in section["methods"]:
         raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods")
     options = section.get("tuning", {})
-    grid = _params(args.grid) if args.grid else options.get("grids", {}).get(args.method)
+    grid = _params(args.grid, "--grid") if args.grid else options.get("grids", {}).get(args.method)
     if not grid:
         raise ValueError(f"no grid to tune {args.method!r} on: give --grid or {args.experiment}.tuning.grids.{args.method}")
     spec, settings = split_spec(args.method, section["methods"][args.method], section)
@@ -227,16 +227,17 @@ def _record_tuning(out: str, tuned: dict) -> None:
     save_npz(out, arrays, meta)
 
 
-def _params(text: str | None) -> dict | None:
-    """``--params``: a JSON object, or a ``ValueError`` that names the option and what is wrong."""
+def _params(text: str | None, option: str = "--params") -> dict | None:
+    """A JSON object given to ``option`` (``--params``, ``--grid``), or a ``ValueError`` that names
+    the option and what is wrong."""
     if text is None:
         return None
     try:
         params = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(f"--params is not valid JSON ({err}); e.g. --params '{{\"num_particles\": 500}}'") from err
+        raise ValueError(f"{option} is not valid JSON ({err}); e.g. {option} '{{\"num_particles\": 500}}'") from err
     if not isinstance(params, dict):
-        raise ValueError(f"--params must be a JSON object of the method's settings, got {text!r}")
+        raise ValueError(f"{option} must be a JSON object of the method's settings, got {text!r}")
     return params
 
 
