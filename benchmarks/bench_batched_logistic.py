@@ -42,9 +42,9 @@ import yaml
 
 import pmd
 from pmd.models.logistic import BayesianLogisticRegression, labelled
-from reports import benchmarks as bench_report
-from workflow import methods
-from workflow.experiments.logistic import load_data
+from pmd_bench.reports import benchmarks as bench_report
+from pmd_bench.workflow import methods
+from pmd_bench.workflow.experiments.logistic import load_data
 
 PAPER_STEPS = math.ceil(1_588_815 * 5 / 100)
 

@@ -25,8 +25,8 @@ import jax.numpy as jnp
 
 import pmd
 from pmd.models.mixture import WellingTehMixture
-from reports import benchmarks as bench_report
-from workflow import methods
+from pmd_bench.reports import benchmarks as bench_report
+from pmd_bench.workflow import methods
 
 N, BATCH, PASSES, M = 1000, 10, 2.0, 300
 SPECS = {

@@ -31,12 +31,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from baselines.peers.topic_models import GensimLDA, SklearnOnlineLDA, TomotopyGibbs
-from datasets.corpus import load_corpus
+from pmd_bench.baselines.peers.topic_models import GensimLDA, SklearnOnlineLDA, TomotopyGibbs
+from pmd_bench.datasets.corpus import load_corpus
 from pmd.models import lda
 from pmd.runner import batch_indices, stepper
-from reports import benchmarks as bench_report
-from workflow import methods
+from pmd_bench.reports import benchmarks as bench_report
+from pmd_bench.workflow import methods
 
 PAPER_DOCUMENTS, PASSES, BATCH = 150_000, 5, 100
 SPECS = {

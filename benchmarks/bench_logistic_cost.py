@@ -36,11 +36,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from baselines.gibbs.polya_gamma import PolyaGammaGibbs
+from pmd_bench.baselines.gibbs.polya_gamma import PolyaGammaGibbs
 from pmd.models.logistic import BayesianLogisticRegression, labelled
 from pmd.runner import stepper
-from reports import benchmarks as bench_report
-from workflow import methods
+from pmd_bench.reports import benchmarks as bench_report
+from pmd_bench.workflow import methods
 
 N_PAPER = 1_588_815
 PASSES = 5
@@ -59,7 +59,7 @@ SPECS = {
 
 def load_train(path: Path | None) -> dict:
     if path is None:
-        from datasets.mnist import prepare_mnist_small_6v8
+        from pmd_bench.datasets.mnist import prepare_mnist_small_6v8
 
         path = Path(tempfile.mkdtemp()) / "mnist-small-6v8.npz"
         prepare_mnist_small_6v8(path)

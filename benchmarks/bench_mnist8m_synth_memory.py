@@ -23,11 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from datasets.fetch import fetch
-from datasets.mnist8m import MNIST8M_6V8_ROWS, prepare_mnist8m_synth_6v8
-from datasets.registry import DATASETS, SOURCES
-from datasets.settings import resolve_settings
-from reports import benchmarks as bench_report
+from pmd_bench.datasets.fetch import fetch
+from pmd_bench.datasets.mnist8m import MNIST8M_6V8_ROWS, prepare_mnist8m_synth_6v8
+from pmd_bench.datasets.registry import DATASETS, SOURCES
+from pmd_bench.datasets.settings import resolve_settings
+from pmd_bench.reports import benchmarks as bench_report
 
 
 def _peak_rss_bytes() -> int:

@@ -24,8 +24,8 @@ import numpy as np
 
 from pmd.models.mixture import WellingTehMixture
 from pmd.runner import stepper
-from workflow import methods
-from reports import benchmarks as bench_report
+from pmd_bench.workflow import methods
+from pmd_bench.reports import benchmarks as bench_report
 
 N, BATCH, M = 1000, 10, 300
 SPECS = {

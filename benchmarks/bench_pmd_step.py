@@ -24,8 +24,8 @@ import jax.numpy as jnp
 
 from pmd import PMD, Model
 from pmd.kde import pairwise_sq_distances
-from reports import benchmarks as bench_report
-from workflow.experiments.table1 import median_seconds
+from pmd_bench.reports import benchmarks as bench_report
+from pmd_bench.workflow.experiments.table1 import median_seconds
 
 
 def logistic_model(dim: int) -> Model:

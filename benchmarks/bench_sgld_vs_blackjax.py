@@ -29,9 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import pmd
-from baselines import ParallelSGLD
+from pmd_bench.baselines import ParallelSGLD
 from pmd.runner import batch_indices
-from reports import benchmarks as bench_report
+from pmd_bench.reports import benchmarks as bench_report
 
 
 def logistic_regression(num_data: int, dim: int, seed: int):

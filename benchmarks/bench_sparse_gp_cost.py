@@ -42,8 +42,8 @@ import numpy as np  # noqa: E402
 from bench_logistic_cost import timed_scan  # noqa: E402
 
 from pmd.models.sparse_gp import SparseGP  # noqa: E402
-from reports import benchmarks as bench_report  # noqa: E402
-from workflow import methods  # noqa: E402
+from pmd_bench.reports import benchmarks as bench_report  # noqa: E402
+from pmd_bench.workflow import methods  # noqa: E402
 
 SPECS = {
     "pmd": ("pmd_gp", {"num_particles": 16}),

@@ -42,17 +42,17 @@ import numpy as np
 import yaml
 
 import blackjax
-from datasets.atomic import atomic_path
-from datasets.settings import resolve_settings
+from pmd_bench.datasets.atomic import atomic_path
+from pmd_bench.datasets.settings import resolve_settings
 from pmd import ParticlePosterior
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.models.posteriordb import load_problem, reference_draws
 from pmd.rejuvenation import full_log_likelihood
 from pmd.sample_metrics import SampleReference
-from workflow import methods
-from workflow.experiments.logistic import load_data
-from workflow.experiments.posteriordb import Scorer, budget, run_budgeted
-from workflow.results import load_npz, save_json
+from pmd_bench.workflow import methods
+from pmd_bench.workflow.experiments.logistic import load_data
+from pmd_bench.workflow.experiments.posteriordb import Scorer, budget, run_budgeted
+from pmd_bench.workflow.results import load_npz, save_json
 
 
 class Unconstrained:

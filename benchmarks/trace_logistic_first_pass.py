@@ -35,9 +35,9 @@ import numpy as np
 
 from pmd import PMD
 from pmd.models.logistic import BayesianLogisticRegression
-from workflow.experiments.logistic import load_data, reference_log_density
-from workflow.reference import laplace_approximation
-from workflow.results import save_json
+from pmd_bench.workflow.experiments.logistic import load_data, reference_log_density
+from pmd_bench.workflow.reference import laplace_approximation
+from pmd_bench.workflow.results import save_json
 
 CHECKPOINTS = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 
@@ -109,7 +109,7 @@ def table(rows: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="a prepared classification .npz (python -m datasets prepare)")
+    parser.add_argument("--data", required=True, help="a prepared classification .npz (python -m pmd_bench.datasets prepare)")
     parser.add_argument("--particles", type=int, default=1000)
     parser.add_argument("--options", default="{}", help="other PMD arguments, as JSON")
     parser.add_argument("--batch-size", type=int, default=100)

@@ -6,6 +6,6 @@ mirror, resumable verified downloads), :mod:`~datasets.settings` (data directory
 :mod:`~datasets.mnist8m`, :mod:`~datasets.deform`, :mod:`~datasets.pca` and
 :mod:`~datasets.npystream` (H.2), :mod:`~datasets.msd` (H.3.2), :mod:`~datasets.wikipedia` and
 :mod:`~datasets.corpus` (H.4), :mod:`~datasets.synthetic` (H.3.1 and an LDA corpus),
-:mod:`~datasets.cli` (``python -m datasets``, ``pmd-bench-data``).
+:mod:`~datasets.cli` (``python -m pmd_bench.datasets``, ``pmd-bench-data``).
 This package imports nothing from ``pmd``, ``baselines``, ``workflow`` or ``reports``.
 """

@@ -1,7 +1,7 @@
-"""``python -m datasets``: see :mod:`datasets.cli`."""
+"""``python -m pmd_bench.datasets``: see :mod:`datasets.cli`."""
 
 import sys
 
-from datasets.cli import main
+from pmd_bench.datasets.cli import main
 
 sys.exit(main())

@@ -1,9 +1,11 @@
-"""``python -m datasets`` / ``pmd-bench-data``: list, fetch, verify and prepare the benchmark's datasets.
+"""``pmd-bench data``: list, fetch, verify and prepare the benchmark's datasets.
 
-    python -m datasets list
-    python -m datasets fetch mnist-6v8                      # a dataset's source files, or single files
-    python -m datasets verify                               # SHA-256 of every cached / mirrored copy
-    python -m datasets prepare mnist-6v8 --out results/data/mnist-6v8.npz
+    pmd-bench data list
+    pmd-bench data fetch mnist-6v8              # a dataset's source files, or single files
+    pmd-bench data verify                       # SHA-256 of every cached / mirrored copy
+    pmd-bench data prepare mnist-6v8 --out results/data/mnist-6v8.npz
+
+The same program is installed as ``pmd-bench-data`` and runs as ``python -m pmd_bench.datasets``.
 
 ``--data-dir`` and ``--mirror`` (before the verb) override ``PMD_BENCH_DATA_DIR`` and
 ``PMD_BENCH_DATA_MIRROR`` (see :mod:`datasets.settings`). ``prepare`` fetches what the dataset
@@ -21,12 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from datasets import mnist, mnist8m, msd, synthetic, wikipedia
-from datasets.deform import DeformationModel
-from datasets.errors import DatasetError
-from datasets.fetch import fetch, locate, verify
-from datasets.registry import DATASETS, SOURCES, SourceFile, dataset, source
-from datasets.settings import Settings, resolve_settings
+from pmd_bench.datasets import mnist, mnist8m, msd, synthetic, wikipedia
+from pmd_bench.datasets.deform import DeformationModel
+from pmd_bench.datasets.errors import DatasetError
+from pmd_bench.datasets.fetch import fetch, locate, verify
+from pmd_bench.datasets.registry import DATASETS, SOURCES, SourceFile, dataset, source
+from pmd_bench.datasets.settings import Settings, resolve_settings
 
 
 def _positive_int(text: str) -> int:
@@ -121,7 +123,7 @@ def _sources(names: Sequence[str]) -> list[SourceFile]:
 
 
 def _list(settings: Settings) -> int:
-    print("datasets (pmd-bench-data prepare NAME --out PATH, or python -m datasets prepare ...):")
+    print("datasets (pmd-bench data prepare NAME --out PATH):")
     for entry in DATASETS.values():
         print(f"  {entry.name:<20} {entry.summary}")
         print(f"  {'':<20} sources: {', '.join(entry.sources) or 'none (no download)'}")
@@ -159,11 +161,16 @@ def _prepare(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m datasets`` (verbs ``list``, ``fetch``, ``verify``, ``prepare``)."""
-    # the console script names itself; `python -m datasets` is the same program
-    parser = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) if sys.argv[0].endswith("pmd-bench-data")
-                                     else "python -m datasets", description=__doc__.split("\n\n")[0])
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of ``pmd-bench data`` (verbs ``list``, ``fetch``, ``verify``, ``prepare``).
+
+    The same program answers as ``pmd-bench data``, ``pmd-bench-data`` and ``python -m pmd_bench.datasets``,
+    each naming itself (``prog``; by default the console script's name or the module's).
+    """
+    if prog is None:
+        prog = (os.path.basename(sys.argv[0]) if sys.argv[0].endswith("pmd-bench-data")
+                else "python -m pmd_bench.datasets")
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data-dir", type=Path, help="cache of source files (default: $PMD_BENCH_DATA_DIR or the repository's data/)"
     )
@@ -184,9 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Run the CLI; returns the exit status (1 on a verification failure or a dataset error)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     settings = resolve_settings()
     settings = replace(settings, data_dir=args.data_dir or settings.data_dir, mirror=args.mirror or settings.mirror)
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from datasets.atomic import atomic_directory
+from pmd_bench.datasets.atomic import atomic_directory
 
 
 def split_halves(counts: sp.csr_matrix, rng: np.random.Generator) -> tuple[sp.csr_matrix, sp.csr_matrix]:

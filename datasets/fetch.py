@@ -38,10 +38,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from datasets.atomic import atomic_path, replace_durably
-from datasets.errors import ChecksumError, DatasetError, DownloadError, FormatError
-from datasets.registry import SourceFile
-from datasets.settings import DATA_DIR_ENV, MIRROR_ENV, Settings
+from pmd_bench.datasets.atomic import atomic_path, replace_durably
+from pmd_bench.datasets.errors import ChecksumError, DatasetError, DownloadError, FormatError
+from pmd_bench.datasets.registry import SourceFile
+from pmd_bench.datasets.settings import DATA_DIR_ENV, MIRROR_ENV, Settings
 
 PINS_FILE = "pinned-sha256.json"
 _CHUNK = 1 << 20

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from datasets.atomic import atomic_path
-from datasets.errors import FormatError
-from datasets.pca import StreamingPCA
+from pmd_bench.datasets.atomic import atomic_path
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.pca import StreamingPCA
 
 POSITIVE_DIGIT = 8
 NEGATIVE_DIGIT = 6

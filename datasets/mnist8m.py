@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from datasets.deform import SIDE, DeformationModel, deform
-from datasets.errors import FormatError
-from datasets.mnist import (
+from pmd_bench.datasets.deform import SIDE, DeformationModel, deform
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.mnist import (
     NEGATIVE_DIGIT,
     PCA_DIMS,
     PIXELS,
@@ -42,8 +42,8 @@ from datasets.mnist import (
     save_classification,
     select_6v8,
 )
-from datasets.npystream import NpyRowWriter, iter_npy_rows, npy_shape
-from datasets.pca import StreamingPCA
+from pmd_bench.datasets.npystream import NpyRowWriter, iter_npy_rows, npy_shape
+from pmd_bench.datasets.pca import StreamingPCA
 
 MNIST8M_ROWS = 8_100_000
 MNIST8M_6V8_ROWS = 1_588_815

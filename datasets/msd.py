@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from datasets.atomic import atomic_path
-from datasets.errors import FormatError
+from pmd_bench.datasets.atomic import atomic_path
+from pmd_bench.datasets.errors import FormatError
 
 MSD_MEMBER = "YearPredictionMSD.txt"
 MSD_ROWS = 515_345

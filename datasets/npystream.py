@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from datasets.errors import FormatError
+from pmd_bench.datasets.errors import FormatError
 
 
 class NpyRowWriter:

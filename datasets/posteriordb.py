@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from datasets.errors import DatasetError, FormatError
-from datasets.settings import Settings
+from pmd_bench.datasets.errors import DatasetError, FormatError
+from pmd_bench.datasets.settings import Settings
 
 COMMIT = "28f8d3d6e975315f42aa274a8399f21e07a43b30"
 ROOT = "posteriordb/posterior_database"
@@ -112,8 +112,8 @@ def url(name: str) -> str:
 
 def _fetch(name: str, settings: Settings) -> Path:
     # Imported here, not at the top: datasets.registry imports this module for FILES.
-    from datasets.fetch import fetch
-    from datasets.registry import SOURCES
+    from pmd_bench.datasets.fetch import fetch
+    from pmd_bench.datasets.registry import SOURCES
 
     if name not in SOURCES:
         raise DatasetError(f"{name} is not a registered posteriordb file (registered: {len(FILES)} files)")

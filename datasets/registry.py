@@ -7,7 +7,7 @@ the fetcher runs it on the first copy it sees and pins that copy's SHA-256 in a 
 (:mod:`datasets.fetch`). ``name`` is the file's path both under the data directory and inside an
 offline mirror (``<mirror>/mnist/train-images-idx3-ubyte.gz``).
 
-A :class:`Dataset` is what ``python -m datasets prepare NAME`` writes (:mod:`datasets.cli`).
+A :class:`Dataset` is what ``python -m pmd_bench.datasets prepare NAME`` writes (:mod:`datasets.cli`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets import mnist8m, msd, posteriordb, wikipedia
-from datasets.errors import DatasetError
+from pmd_bench.datasets import mnist8m, msd, posteriordb, wikipedia
+from pmd_bench.datasets.errors import DatasetError
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from datasets.atomic import atomic_path
-from datasets.corpus import write_corpus
+from pmd_bench.datasets.atomic import atomic_path
+from pmd_bench.datasets.corpus import write_corpus
 
 GP1D_POINTS = 2048
 GP1D_NOISE = 0.1

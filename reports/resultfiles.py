@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from datasets.atomic import atomic_path  # noqa: F401  (re-exported for the reports and the workflow)
+from pmd_bench.datasets.atomic import atomic_path  # noqa: F401  (re-exported for the reports and the workflow)
 
 
 def load_npz(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

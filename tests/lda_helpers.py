@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from datasets.corpus import split_halves
-from datasets.synthetic import sample_lda_corpus
+from pmd_bench.datasets.corpus import split_halves
+from pmd_bench.datasets.synthetic import sample_lda_corpus
 from pmd.models import lda
 
 TOPICS, WORDS, TRAIN, HELDOUT, LENGTH = 4, 60, 400, 100, 60

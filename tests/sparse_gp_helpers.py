@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from datasets.synthetic import gp1d_function
+from pmd_bench.datasets.synthetic import gp1d_function
 from pmd.models.sparse_gp import SparseGP
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workflow import archive
+from pmd_bench.workflow import archive
 
 
 @pytest.fixture

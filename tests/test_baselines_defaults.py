@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import SVI
+from pmd_bench.baselines import SVI
 from baselines_helpers import Conjugate, LinearRegression
 
 REG = LinearRegression.make()
@@ -63,7 +63,7 @@ def test_svi_prior_start_is_kept_as_an_option():
 def test_a_diverging_run_is_an_error_naming_the_step_and_step_size(name):
     """NPL and SVGD, like SGLD: a step size far past the problem's scale sends the iterates to
     inf/NaN; the posterior is then refused with the step and step size, not returned as NaN."""
-    from baselines import SVGD, PosteriorBootstrap
+    from pmd_bench.baselines import SVGD, PosteriorBootstrap
 
     conj = Conjugate.make(num_data=100)
     method = {"npl": lambda: PosteriorBootstrap(conj.model, 100, num_particles=4, optimizer="sgd",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import MixtureGibbs
+from pmd_bench.baselines import MixtureGibbs
 from pmd.metrics import Grid
 from pmd.models.mixture import WellingTehMixture
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import METHODS, NPV, SGLD, SVI, MixtureGibbs, OnePassSMC, ParallelSGLD, StochasticNPV
+from pmd_bench.baselines import METHODS, NPV, SGLD, SVI, MixtureGibbs, OnePassSMC, ParallelSGLD, StochasticNPV
 from baselines_helpers import Conjugate
 from pmd.models.conjugate import ConjugateGaussian
 from pmd.models.mixture import WellingTehMixture

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import PosteriorBootstrap
-from baselines.bootstrap.npl import bootstrap_weights
+from pmd_bench.baselines import PosteriorBootstrap
+from pmd_bench.baselines.bootstrap.npl import bootstrap_weights
 from baselines_helpers import Conjugate
 from pmd.models.mixture import WellingTehMixture
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import pmd
-from baselines import NPV, StochasticNPV
+from pmd_bench.baselines import NPV, StochasticNPV
 from pmd.posterior import MixturePosterior
 from baselines_helpers import Conjugate
 

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines.peers import DataTemperedSMC, NumPyroSVI, TemperedSMC
+from pmd_bench.baselines.peers import DataTemperedSMC, NumPyroSVI, TemperedSMC
 from baselines_helpers import Conjugate
 from pmd.models.conjugate import ConjugateGaussian
 

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import SGLD, ParallelSGLD
+from pmd_bench.baselines import SGLD, ParallelSGLD
 from baselines_helpers import Conjugate, energy_test
 from pmd.runner import batch_indices
 

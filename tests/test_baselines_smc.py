@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import pmd
-from baselines import OnePassSMC
+from pmd_bench.baselines import OnePassSMC
 from baselines_helpers import Conjugate
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import SVGD, BlackJAXSVGD
+from pmd_bench.baselines import SVGD, BlackJAXSVGD
 from baselines_helpers import Conjugate
 
 

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import pmd
-from baselines import SVI
+from pmd_bench.baselines import SVI
 from baselines_helpers import Conjugate, robbins_monro_sd
 from pmd.model import gaussian_log_density
 

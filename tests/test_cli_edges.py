@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from workflow import cli
-from workflow.tracking import project_root, tracked_run, tracking_uri
+from pmd_bench.workflow import cli
+from pmd_bench.workflow.tracking import project_root, tracked_run, tracking_uri
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_CONFIG = str(ROOT / "workflow" / "config" / "ci.yaml")
@@ -64,3 +64,13 @@ def test_the_data_command_names_itself():
         pytest.skip(f"the console script is not installed beside {sys.executable}")
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True).stdout
     assert out.startswith("usage: pmd-bench-data")
+
+
+def test_pmd_bench_data_is_the_data_command(capsys):
+    """One command family: ``pmd-bench data VERB`` runs the datasets' CLI and names itself so."""
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["data", "--help"])
+    assert ended.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: pmd-bench data")
+    assert cli.main(["data", "list"]) == 0
+    assert "mnist-small-6v8" in capsys.readouterr().out

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow import resources
-from workflow.repetitions import BATCHABLE
+from pmd_bench.workflow import resources
+from pmd_bench.workflow.repetitions import BATCHABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")

@@ -1,4 +1,4 @@
-"""The registry's consistency, the ``python -m datasets`` verbs and the Snakemake dataset targets."""
+"""The registry's consistency, the ``python -m pmd_bench.datasets`` verbs and the Snakemake dataset targets."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from datasets.cli import PREPARERS, main
-from datasets.registry import DATASETS, SOURCES
-from datasets.settings import DATA_DIR_ENV, MIRROR_ENV, resolve_settings
+from pmd_bench.datasets.cli import PREPARERS, main
+from pmd_bench.datasets.registry import DATASETS, SOURCES
+from pmd_bench.datasets.settings import DATA_DIR_ENV, MIRROR_ENV, resolve_settings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,7 +80,7 @@ def test_fetch_without_network_says_what_to_download(tmp_path, monkeypatch, caps
         raise urllib.error.URLError("no network")
 
     monkeypatch.setattr(urllib.request, "urlopen", offline)
-    monkeypatch.setattr("datasets.fetch.time.sleep", lambda seconds: None)  # no back-off between retries
+    monkeypatch.setattr("pmd_bench.datasets.fetch.time.sleep", lambda seconds: None)  # no back-off between retries
     name = "mnist/t10k-labels-idx1-ubyte.gz"
     assert main(["--data-dir", str(tmp_path), "fetch", name]) == 1
     err = capsys.readouterr().err

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from datasets.corpus import load_corpus, split_halves, write_corpus
-from datasets.errors import FormatError
-from datasets.synthetic import (
+from pmd_bench.datasets.corpus import load_corpus, split_halves, write_corpus
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.synthetic import (
     gp1d_function,
     prepare_gp1d,
     prepare_lda_corpus,
     sample_lda_corpus,
 )
-from datasets.wikipedia import (
+from pmd_bench.datasets.wikipedia import (
     WHEEL_MEMBER,
     check_dump,
     clean_words,

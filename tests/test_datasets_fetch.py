@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from datasets.atomic import atomic_directory, atomic_path
-from datasets.errors import ChecksumError, DownloadError, FormatError
-from datasets.fetch import PINS_FILE, fetch, pinned_hashes, verify
-from datasets.registry import SourceFile
-from datasets.settings import Settings
+from pmd_bench.datasets.atomic import atomic_directory, atomic_path
+from pmd_bench.datasets.errors import ChecksumError, DownloadError, FormatError
+from pmd_bench.datasets.fetch import PINS_FILE, fetch, pinned_hashes, verify
+from pmd_bench.datasets.registry import SourceFile
+from pmd_bench.datasets.settings import Settings
 
 CONTENT = bytes(range(256)) * 40  # 10,240 bytes
 NAME = "demo/file.bin"

@@ -12,17 +12,17 @@ import pytest
 from scipy.ndimage import map_coordinates
 from sklearn.decomposition import PCA
 
-from datasets import deform as deform_module
-from datasets.deform import DeformationModel, deform
-from datasets.errors import FormatError
-from datasets.mnist import (
+from pmd_bench.datasets import deform as deform_module
+from pmd_bench.datasets.deform import DeformationModel, deform
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.mnist import (
     load_classification,
     prepare_mnist_6v8,
     prepare_mnist_small_6v8,
     read_idx,
     select_6v8,
 )
-from datasets.mnist8m import (
+from pmd_bench.datasets.mnist8m import (
     MNIST8M_FIRST_ROW,
     check_libsvm_source,
     deformed_copies,
@@ -31,8 +31,8 @@ from datasets.mnist8m import (
     prepare_mnist8m_6v8,
     prepare_mnist8m_synth_6v8,
 )
-from datasets.npystream import NpyRowWriter, iter_npy_rows
-from datasets.pca import StreamingPCA
+from pmd_bench.datasets.npystream import NpyRowWriter, iter_npy_rows
+from pmd_bench.datasets.pca import StreamingPCA
 
 
 def _write_idx(path, array: np.ndarray) -> None:

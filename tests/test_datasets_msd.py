@@ -7,8 +7,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from datasets.errors import FormatError
-from datasets.msd import (
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.msd import (
     MSD_FIRST_ROW,
     MSD_MEMBER,
     check_source,

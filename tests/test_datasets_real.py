@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from datasets.corpus import load_corpus
-from datasets.fetch import fetch, verify
-from datasets.mnist import load_classification, prepare_mnist_6v8
-from datasets.mnist8m import prepare_mnist8m_synth_6v8
-from datasets.registry import DATASETS, SOURCES
-from datasets.settings import MIRROR_ENV, Settings
-from datasets.wikipedia import prepare_wikipedia
+from pmd_bench.datasets.corpus import load_corpus
+from pmd_bench.datasets.fetch import fetch, verify
+from pmd_bench.datasets.mnist import load_classification, prepare_mnist_6v8
+from pmd_bench.datasets.mnist8m import prepare_mnist8m_synth_6v8
+from pmd_bench.datasets.registry import DATASETS, SOURCES
+from pmd_bench.datasets.settings import MIRROR_ENV, Settings
+from pmd_bench.datasets.wikipedia import prepare_wikipedia
 
 pytestmark = pytest.mark.needs_data
 

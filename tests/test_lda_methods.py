@@ -25,7 +25,7 @@ import pytest
 from lda_helpers import best_restart, fit_restarts, small_corpus
 
 import pmd
-from baselines.lda import LDASMC, SGRLD, OnlineVB
+from pmd_bench.baselines.lda import LDASMC, SGRLD, OnlineVB
 from pmd import ConfigError
 from pmd.structured import StructuredPMDLDA
 from pmd.structured.lda import StructuredLDAState

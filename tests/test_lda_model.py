@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from lda_helpers import small_corpus
 
-from baselines.lda import OnlineVB
+from pmd_bench.baselines.lda import OnlineVB
 from pmd import ConfigError
 from pmd.models import lda
 

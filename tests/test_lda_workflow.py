@@ -10,11 +10,11 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from datasets.synthetic import prepare_lda_corpus
-from reports import lda as lda_report
-from reports.resultfiles import load_npz, mean_difference
-from workflow import cli, plan
-from workflow import config as config_mod
+from pmd_bench.datasets.synthetic import prepare_lda_corpus
+from pmd_bench.reports import lda as lda_report
+from pmd_bench.reports.resultfiles import load_npz, mean_difference
+from pmd_bench.workflow import cli, plan
+from pmd_bench.workflow import config as config_mod
 
 CONFIG_DIR = Path(config_mod.DEFAULT_CONFIG).parent
 
@@ -128,7 +128,7 @@ def test_mean_difference_and_ordering_by_hand():
 
 
 def test_grid_table_shows_the_best_points_and_writes_every_point_beside(tmp_path):
-    from workflow.results import save_npz
+    from pmd_bench.workflow.results import save_npz
 
     files = []
     for i, (method, eta, value) in enumerate([("pmd", 0.1, 7.3), ("pmd", 0.5, 7.1), ("pmd", 1.0, 7.2), ("svi", 1.0, 7.4)]):

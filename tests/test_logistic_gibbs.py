@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from logistic_helpers import GridLogistic
 
-from baselines.gibbs.polya_gamma import PolyaGammaGibbs, polya_gamma_tail_sd_bound, sample_polya_gamma
+from pmd_bench.baselines.gibbs.polya_gamma import PolyaGammaGibbs, polya_gamma_tail_sd_bound, sample_polya_gamma
 from pmd import ConfigError, run
 
 C = np.array([0.0, 0.5, 2.0, 8.0])

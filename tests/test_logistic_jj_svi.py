@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from logistic_helpers import GridLogistic
 
-from baselines.vi.jj_svi import JaakkolaJordanSVI, jj_lambda
+from pmd_bench.baselines.vi.jj_svi import JaakkolaJordanSVI, jj_lambda
 from pmd import ConfigError, ModelError, run
 
 

@@ -6,7 +6,7 @@ import arviz as az
 import numpy as np
 import pytest
 
-from workflow.reference import ConvergenceError, check_convergence
+from pmd_bench.workflow.reference import ConvergenceError, check_convergence
 
 
 def _idata(draws: np.ndarray, diverging: int = 0):

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from reports import table_logistic
-from workflow.config import DEFAULT_CONFIG
-from workflow.results import load_npz, save_npz
+from pmd_bench.reports import table_logistic
+from pmd_bench.workflow.config import DEFAULT_CONFIG
+from pmd_bench.workflow.results import load_npz, save_npz
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def workspace(tmp_path_factory):
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlruns.db'}", "JAX_PLATFORMS": "cpu"}
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "workflow.cli", "--config", str(config), *args],
+        return subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "--config", str(config), *args],
                               capture_output=True, text=True, env=env, cwd=root, check=False)
 
     assert cli("init-store").returncode == 0

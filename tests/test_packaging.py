@@ -1,5 +1,9 @@
 """pyproject.toml is the single source of dependencies; environment.yml must list the same pins."""
 
+import json
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -22,3 +26,41 @@ def test_every_dependency_is_pinned_or_bounded():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     for dep in project["dependencies"] + sum(project["optional-dependencies"].values(), []):
         assert "==" in dep or ("<" in dep and ">=" in dep), dep
+
+
+def test_the_packages_list_covers_every_folder():
+    """pyproject's explicit package list (needed for the package-dir mapping) names every package on
+    disk, each under its import name: a new subfolder with an ``__init__.py`` cannot be left out of
+    an install."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapping = tool["package-dir"]
+    on_disk = set()
+    for name, folder in mapping.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(ROOT / folder).parts
+            on_disk.add(".".join((name, *relative)))
+    assert set(tool["packages"]) == on_disk
+    assert set(mapping) == {"pmd", "pmd_bench", "pmd_bench.baselines", "pmd_bench.datasets", "pmd_bench.reports",
+                            "pmd_bench.workflow"}
+
+
+def test_installed_top_level_names_are_pmd_and_pmd_bench(tmp_path):
+    """Installed (as the README installs it), the project adds exactly two import names, ``pmd`` and
+    ``pmd_bench``: from a folder outside the checkout, ``baselines``, ``datasets``, ``workflow`` and
+    ``reports`` are not importable from it (Hugging Face's ``datasets`` or OpenAI's ``baselines``, when
+    installed, are theirs), and the harness is importable under ``pmd_bench``."""
+    probe = """
+import importlib.util, json, sys
+found = {}
+for name in ["baselines", "datasets", "workflow", "reports"]:
+    spec = importlib.util.find_spec(name)
+    found[name] = spec.origin if spec is not None else None
+import pmd, pmd_bench.baselines, pmd_bench.datasets.registry, pmd_bench.reports.cost, pmd_bench.workflow.cli
+print(json.dumps({"found": found, "version": pmd_bench.__version__, "sgld": pmd_bench.baselines.SGLD.__module__}))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": ""}).stdout
+    result = json.loads(out)
+    ours = {name: origin for name, origin in result["found"].items() if origin and str(ROOT) in origin}
+    assert ours == {}, f"installed top-level names shadow other packages: {ours}"
+    assert result["sgld"].startswith("pmd_bench.baselines.") and result["version"]

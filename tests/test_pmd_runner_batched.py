@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import METHODS
+from pmd_bench.baselines import METHODS
 from pmd.interface import ConfigError
 from pmd.models.mixture import WellingTehMixture
 

@@ -39,9 +39,9 @@ import numpy as np
 import pytest
 from jax.scipy import stats
 
-from datasets.errors import ChecksumError, DatasetError
-from datasets.posteriordb import FILES
-from datasets.settings import MIRROR_ENV, Settings
+from pmd_bench.datasets.errors import ChecksumError, DatasetError
+from pmd_bench.datasets.posteriordb import FILES
+from pmd_bench.datasets.settings import MIRROR_ENV, Settings
 from pmd.models.posteriordb import POSTERIORS, load_problem, reference_draws
 
 pytestmark = pytest.mark.needs_data

@@ -17,12 +17,12 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from datasets.settings import MIRROR_ENV
+from pmd_bench.datasets.settings import MIRROR_ENV
 from pmd.sample_metrics import SampleReference
-from workflow import cli
-from workflow import config as config_mod
-from workflow.experiments import posteriordb
-from workflow.results import load_npz
+from pmd_bench.workflow import cli
+from pmd_bench.workflow import config as config_mod
+from pmd_bench.workflow.experiments import posteriordb
+from pmd_bench.workflow.results import load_npz
 
 REPO = Path(__file__).resolve().parents[1]
 CI_CONFIG = REPO / "workflow" / "config" / "ci.yaml"

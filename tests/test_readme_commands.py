@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from datasets.cli import build_parser as data_parser
-from workflow.cli import _parser as bench_parser
+from pmd_bench.datasets.cli import build_parser as data_parser
+from pmd_bench.workflow.cli import _parser as bench_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 CI_RUN = (ROOT / ".ci" / "run").read_text()

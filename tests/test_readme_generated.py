@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from reports import readme
+from pmd_bench.reports import readme
 
 SOURCES = json.loads(readme.SNAPSHOT.read_text())
 TEXT = readme.README.read_text()

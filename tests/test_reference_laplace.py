@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from logistic_helpers import GridLogistic
 
-from workflow.experiments.logistic import reference_log_density
-from workflow.reference import ConvergenceError, check_convergence, laplace_approximation, sample_nuts_laplace
+from pmd_bench.workflow.experiments.logistic import reference_log_density
+from pmd_bench.workflow.reference import ConvergenceError, check_convergence, laplace_approximation, sample_nuts_laplace
 
 
 @pytest.fixture(autouse=True)

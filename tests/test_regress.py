@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow import cli
-from workflow import config as config_mod
-from workflow import regress
+from pmd_bench.workflow import cli
+from pmd_bench.workflow import config as config_mod
+from pmd_bench.workflow import regress
 
 ROOT = Path(__file__).resolve().parents[1]
 CI_CONFIG = ROOT / "workflow" / "config" / "ci.yaml"
@@ -31,7 +31,7 @@ needs_baseline = pytest.mark.skipif(not BASELINE.exists(), reason=f"no committed
 CLI = """
 import json, sys
 {patch}
-from workflow.cli import main
+from pmd_bench.workflow.cli import main
 sys.exit(main(json.loads(sys.argv[1])))
 """
 # Flip the sign of the likelihood term of PMD's update (eq. 5-7: N · mean log p(x|θ)), both variants.
@@ -155,7 +155,7 @@ def test_a_partial_rewrite_keeps_the_other_metrics(tmp_path):
     band is recomputed over the union, and the rewrite is recorded; a prefix with no results, or a
     previous baseline of another seed count, is refused, and so is a rewrite that would drop a
     selected metric the results no longer hold."""
-    from workflow.results import save_npz
+    from pmd_bench.workflow.results import save_npz
 
     for seed, tv in enumerate([0.2, 0.3]):
         save_npz(tmp_path / "results" / "mixture" / "runs" / "pmd" / f"seed{seed}.npz",

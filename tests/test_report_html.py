@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from reports import browser, html_report
-from reports import rate as rate_report
+from pmd_bench.reports import browser, html_report
+from pmd_bench.reports import rate as rate_report
 
 CONFIG = {"results_dir": None, "tracking": {"uri": None, "experiment_prefix": "pmd-bench"},
           "rate": {"particles": [100, 1000], "seeds": 4}, "table1": {}, "logistic": {}}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import benchmarks as bench_report
+from pmd_bench.reports import benchmarks as bench_report
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from reports import cost
-from workflow import cli
-from workflow.results import save_npz
+from pmd_bench.reports import cost
+from pmd_bench.workflow import cli
+from pmd_bench.workflow.results import save_npz
 
 VISITED = np.array([0, 10, 20, 30, 40])
 

@@ -21,15 +21,15 @@ import jax
 import numpy as np
 import pytest
 
-from baselines.gibbs import MixtureGibbs
-from baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
-from baselines.lda import LDASMC
+from pmd_bench.baselines.gibbs import MixtureGibbs
+from pmd_bench.baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
+from pmd_bench.baselines.lda import LDASMC
 from pmd import ConfigError, run, run_batched
 from pmd.models.logistic import BayesianLogisticRegression, labelled
 from pmd.models.mixture import WellingTehMixture
 from pmd.models.sparse_gp import SparseGP
 from pmd.structured.sparse_gp import StructuredPMDGP
-from workflow import methods
+from pmd_bench.workflow import methods
 
 from lda_helpers import small_corpus
 

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
-from baselines.gp.smc_gp import whitened_regression
+from pmd_bench.baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
+from pmd_bench.baselines.gp.smc_gp import whitened_regression
 from pmd import ConfigError, run
 from pmd.models.sparse_gp import exact_gp_predict, features, titsias_elbo, titsias_predict
 
@@ -115,7 +115,7 @@ def test_gpjax_svgp_is_our_svi_gp():
     sizes, lands on the same q(u) as our SVI-GP after one pass of H.3's steps: the two compute the
     same affine map in different coordinates, so they agree to float64 round-off (1e-8 on the
     predictive), and GPJax's ELBO on the last batch is Hensman's bound of that batch."""
-    from baselines.peers.gpjax_sgp import GPJaxSVGP
+    from pmd_bench.baselines.peers.gpjax_sgp import GPJaxSVGP
 
     model, data = problem()
     ours = run(SVIGP(model, 256, data=data), data, jax.random.key(7), batch_size=64, num_passes=1)
@@ -130,7 +130,7 @@ def test_gpjax_collapsed_sparse_gp_is_our_titsias_posterior():
     """GPJax's CollapsedVariationalGaussian for the same Z: its collapsed bound is our Titsias bound
     and its predictive our Titsias predictive (float64 round-off, 1e-9), except that GPJax adds its
     jitter ε s² to the predictive variance (it predicts k** + ε s² - ...): checked exactly too."""
-    from baselines.peers.gpjax_sgp import gpjax_collapsed
+    from pmd_bench.baselines.peers.gpjax_sgp import gpjax_collapsed
 
     model, data = problem()
     z = np.linspace(-0.45, 0.45, model.num_inducing)[:, None]

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from datasets.synthetic import prepare_gp1d
-from reports import sparse_gp as sgp_report
-from reports.resultfiles import load_npz
-from workflow.config import DEFAULT_CONFIG, validate
+from pmd_bench.datasets.synthetic import prepare_gp1d
+from pmd_bench.reports import sparse_gp as sgp_report
+from pmd_bench.reports.resultfiles import load_npz
+from pmd_bench.workflow.config import DEFAULT_CONFIG, validate
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +131,7 @@ def test_standin_overlay_runs_the_paper_settings_on_the_standin():
     """sparse_gp_standin.yaml over the paper config: H.3.2's settings (M = 1,024, batch 512, 2
     passes, 16 particles, 10 seeds) with the msd problem's data the stand-in of the paper's shape,
     in its own results folder (the paper's resolved config is left alone)."""
-    from workflow import plan
+    from pmd_bench.workflow import plan
 
     config_dir = DEFAULT_CONFIG.parent
     paper = yaml.safe_load((config_dir / "paper.yaml").read_text())

@@ -5,9 +5,9 @@ import json
 
 import yaml
 
-from reports import table1 as table1_report
-from workflow.config import DEFAULT_CONFIG
-from workflow.experiments import black_box, table1
+from pmd_bench.reports import table1 as table1_report
+from pmd_bench.workflow.config import DEFAULT_CONFIG
+from pmd_bench.workflow.experiments import black_box, table1
 
 
 def test_black_box_probe_runs_generic_methods_on_pmd_models_only():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workflow.results import save_npz
+from pmd_bench.workflow.results import save_npz
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "trace_logistic_first_pass.py"

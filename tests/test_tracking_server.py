@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from pmd import PMD, run
 from pmd.models.conjugate import ConjugateGaussian
-from workflow.tracking import (WORKFLOW_RUN_ENV, finish_workflow_runs, init_store, log_summary, tracked_run,
+from pmd_bench.workflow.tracking import (WORKFLOW_RUN_ENV, finish_workflow_runs, init_store, log_summary, tracked_run,
                                tracking_uri)
 
 EXPERIMENT = "pmd-bench/conjugate"

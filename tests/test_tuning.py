@@ -13,7 +13,7 @@ from scipy import stats
 
 from baselines_helpers import Conjugate
 from pmd import ConfigError, GaussianPosterior
-from workflow import tuning
+from pmd_bench.workflow import tuning
 
 
 def test_grid_points_are_every_combination():
@@ -66,9 +66,9 @@ def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
     import yaml
     from mlflow.tracking import MlflowClient
 
-    from workflow import cli
-    from workflow import config as config_mod
-    from workflow.results import load_npz
+    from pmd_bench.workflow import cli
+    from pmd_bench.workflow import config as config_mod
+    from pmd_bench.workflow.results import load_npz
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
@@ -101,8 +101,8 @@ def test_tuning_overlay_tunes_each_gridded_label_and_runs_it_beside_its_default(
     rows of the tables); the overlay keeps its own results folder."""
     import yaml
 
-    from workflow import config as config_mod
-    from workflow import plan
+    from pmd_bench.workflow import config as config_mod
+    from pmd_bench.workflow import plan
 
     folder = config_mod.DEFAULT_CONFIG.parent
     overlay = yaml.safe_load((folder / "tuning.yaml").read_text())

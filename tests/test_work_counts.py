@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import NPV, OnePassSMC, StochasticNPV
-from baselines.gibbs import MixtureGibbs, PolyaGammaGibbs
-from baselines.gp import OnePassSMCGP, SubsetOfData, SVIGP
-from baselines.lda import LDASMC, SGRLD, OnlineVB
-from baselines.peers.blackjax_smc import MAX_INTEGRATION_STEPS, DataTemperedSMC, TemperedSMC
-from baselines.peers.blackjax_svgd import BlackJAXSVGD
-from baselines.peers.numpyro_svi import NumPyroSVI
-from baselines.vi.jj_svi import JaakkolaJordanSVI
+from pmd_bench.baselines import NPV, OnePassSMC, StochasticNPV
+from pmd_bench.baselines.gibbs import MixtureGibbs, PolyaGammaGibbs
+from pmd_bench.baselines.gp import OnePassSMCGP, SubsetOfData, SVIGP
+from pmd_bench.baselines.lda import LDASMC, SGRLD, OnlineVB
+from pmd_bench.baselines.peers.blackjax_smc import MAX_INTEGRATION_STEPS, DataTemperedSMC, TemperedSMC
+from pmd_bench.baselines.peers.blackjax_svgd import BlackJAXSVGD
+from pmd_bench.baselines.peers.numpyro_svi import NumPyroSVI
+from pmd_bench.baselines.vi.jj_svi import JaakkolaJordanSVI
 from baselines_helpers import Conjugate
 from lda_helpers import small_corpus
 from pmd.models import lda
@@ -205,7 +205,7 @@ def test_online_vb_rounds_stop_at_convergence(corpus):
 def test_gradient_methods_count_the_batch_at_every_point(name):
     """SGLD: the batch's gradient at its one state; parallel SGLD, NPL and SVGD at each of their
     ``m`` points (SVGD's kernel terms are no likelihood terms): ``B`` or ``B·m`` of each, every step."""
-    from baselines import SGLD, SVGD, ParallelSGLD, PosteriorBootstrap
+    from pmd_bench.baselines import SGLD, SVGD, ParallelSGLD, PosteriorBootstrap
 
     m = 3
     method = {"sgld": lambda: SGLD(CONJ.model, N, num_particles=m, burn_in=0),
@@ -223,7 +223,7 @@ def test_svi_counts_its_draws_and_its_laplace_start_once():
     Hessian reads (``Laplace.work``, the method's ``start_work``) are in the totals from the first
     record, before any step (the start is already the posterior evaluated there), and are whole
     passes over the data (at least the Hessian's ``d`` gradient reads and one value read)."""
-    from baselines import SVI
+    from pmd_bench.baselines import SVI
 
     method = SVI(CONJ.model, N, num_particles=2, data=CONJ.data)
     result = run(method, CONJ.data)

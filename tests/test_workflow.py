@@ -15,13 +15,13 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from reports import figure1
-from workflow import cli
-from workflow import config as config_mod
-from workflow import plan
-from workflow.experiments import mixture
-from workflow.results import load_npz, save_npz
-from workflow.tracking import init_store, tracked_run
+from pmd_bench.reports import figure1
+from pmd_bench.workflow import cli
+from pmd_bench.workflow import config as config_mod
+from pmd_bench.workflow import plan
+from pmd_bench.workflow.experiments import mixture
+from pmd_bench.workflow.results import load_npz, save_npz
+from pmd_bench.workflow.tracking import init_store, tracked_run
 
 CI_CONFIG = Path(config_mod.DEFAULT_CONFIG).with_name("ci.yaml")
 
@@ -257,7 +257,7 @@ def test_smooth_kernel_config_compares_the_kernels_and_nothing_else():
 
 
 def test_a_job_exits_with_mains_code_and_its_output_flushed_without_the_teardown():
-    """``python -m workflow.cli`` leaves through ``exit_without_teardown``: the streams are flushed
+    """``python -m pmd_bench.workflow.cli`` leaves through ``exit_without_teardown``: the streams are flushed
     (piped stdout is block-buffered, so an unflushed line would be lost with ``os._exit``), the exit
     code is main's, and ``atexit`` handlers (where a native finaliser crashed once) do not run."""
     script = ("import atexit, logging, sys\nfrom workflow.cli import exit_without_teardown\n"
@@ -273,9 +273,9 @@ def test_a_job_exits_with_mains_code_and_its_output_flushed_without_the_teardown
 
 def test_the_module_entry_point_returns_mains_exit_code():
     root = Path(__file__).resolve().parents[1]
-    ok = subprocess.run([sys.executable, "-m", "workflow.cli", "readme", "--check", "--sources",
+    ok = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "readme", "--check", "--sources",
                          "docs/readme_sources.json"], capture_output=True, text=True, timeout=300, cwd=root)
     assert ok.returncode == 0, ok.stderr
-    bad = subprocess.run([sys.executable, "-m", "workflow.cli", "readme", "--block", "no-such-block"],
+    bad = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "readme", "--block", "no-such-block"],
                          capture_output=True, text=True, timeout=300, cwd=root)
     assert bad.returncode == 2 and "no generated block 'no-such-block'" in bad.stderr

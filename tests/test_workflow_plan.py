@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from workflow import plan, resources
+from pmd_bench.workflow import plan, resources
 
 CI = plan.ROOT / "workflow/config/ci.yaml"
 

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 
 import pmd
-from baselines import NPV, SVI
+from pmd_bench.baselines import NPV, SVI
 from lda_helpers import small_corpus
 from pmd.models import lda
 from pmd.models.conjugate import ConjugateGaussian
 from pmd.posterior import GaussianPosterior, KDEPosterior, MixturePosterior, ParticlePosterior, own_draws
 from pmd.sample_metrics import SampleReference, reference_floor
-from workflow.experiments import posteriordb
+from pmd_bench.workflow.experiments import posteriordb
 
 
 def _exact_reference(mean: np.ndarray, cov: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -181,8 +181,8 @@ def test_equal_cost_overlay_caps_every_method_at_one_budget():
     import yaml
     from snakemake.utils import update_config
 
-    from workflow import config as config_mod
-    from workflow.methods import split_spec
+    from pmd_bench.workflow import config as config_mod
+    from pmd_bench.workflow.methods import split_spec
 
     folder = Path(config_mod.DEFAULT_CONFIG).parent
     default = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())

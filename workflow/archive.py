@@ -27,8 +27,8 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from datasets.atomic import atomic_path
-from datasets.fetch import sha256_file
+from pmd_bench.datasets.atomic import atomic_path
+from pmd_bench.datasets.fetch import sha256_file
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE = ROOT / "archive"

@@ -47,8 +47,8 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from datasets.errors import DatasetError
-from datasets.settings import resolve_settings
+from pmd_bench.datasets.errors import DatasetError
+from pmd_bench.datasets.settings import resolve_settings
 
 from . import config as config_mod
 from . import regress as regress_mod
@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
 
     def verb(name: str, **kw) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[takes_config], **kw)
+
+    sub.add_parser("data", add_help=False, help="the datasets: list, fetch, verify, prepare (pmd-bench data --help; "
+                                                 "the same program as pmd-bench-data)")
 
     p = verb("init-store", help="create the MLflow store and experiments (once, before runs)")
     p.add_argument("--marker", help="touch this file when done (for Snakemake)")
@@ -275,7 +278,7 @@ def _table1(cfg: dict, args: argparse.Namespace) -> None:
         raise ValueError("the config has no table1 section")
     section = cfg["table1"]
     if args.what == "render":
-        from reports import table1 as table1_report
+        from pmd_bench.reports import table1 as table1_report
 
         if not (args.theorem5 and args.black_box):
             raise ValueError("table1 render needs --theorem5 (pmd-bench rate's JSON) and --black-box")
@@ -323,7 +326,12 @@ def end_on_sigterm() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``pmd-bench`` console script."""
+    """Entry point of the ``pmd-bench`` console script (``pmd-bench data ...`` is :mod:`pmd_bench.datasets.cli`)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["data"]:
+        from pmd_bench.datasets import cli as datasets_cli
+
+        return datasets_cli.main(argv[1:], prog="pmd-bench data")
     args = _parser().parse_args(argv)
     end_on_sigterm()
     try:
@@ -388,15 +396,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "tune":
             _tune(cfg, args, uri)
         elif args.verb == "plan":
-            from reports import benchmarks as bench_report
-            from workflow import plan
+            from pmd_bench.reports import benchmarks as bench_report
+            from pmd_bench.workflow import plan
 
             bench_report.write(args.out, plan.plan(args.configfiles, args.cores), bench_report.workflow_plan)
             print(Path(args.out).with_suffix(".md").read_text())
         elif args.verb == "table1":
             _table1(cfg, args)
         elif args.verb == "report-html":
-            from reports import html_report
+            from pmd_bench.reports import html_report
 
             html_report.build(cfg, args.config, uri, args.out, git_commit())
             shot = html_report.screenshot(args.out)
@@ -404,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "archive":
             return _archive(args.action, args.paths)
         elif args.verb == "readme":
-            from reports import readme
+            from pmd_bench.reports import readme
 
             return readme.main(args.check, args.sources, args.block)
         elif args.verb == "reference" and args.experiment == "sparse_gp":
@@ -422,14 +430,14 @@ def main(argv: list[str] | None = None) -> int:
                                           resolve_settings(cfg["datasets"]))
             print(json.dumps(floor["floor"], indent=1))
         elif args.verb == "rate":
-            from reports import rate as rate_report
+            from pmd_bench.reports import rate as rate_report
 
             result = rate.measure(args.particles, args.seeds)
             save_json(args.out, result)
             rate_report.render(args.out, Path(args.out).with_suffix(".png"))
             print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
         elif args.verb == "report" and args.what == "cost":
-            from reports import cost
+            from pmd_bench.reports import cost
 
             if not (args.experiment and args.figure):
                 raise ValueError("report cost needs --experiment and --figure (the figure's .png)")
@@ -439,13 +447,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "report" and not args.data:
             raise ValueError(f"report {args.what} needs --data")
         elif args.verb == "report" and args.what == "sparse-gp":
-            from reports import sparse_gp as sparse_gp_report
+            from pmd_bench.reports import sparse_gp as sparse_gp_report
 
             if not args.figure:
                 raise ValueError("report sparse-gp needs --figure (the Figure 2(2) panel's .png)")
             sparse_gp_report.render(args.data, args.runs, args.out, args.figure)
         elif args.verb == "report" and args.what in ("lda", "figure5", "lda-grid"):
-            from reports import lda as lda_report
+            from pmd_bench.reports import lda as lda_report
 
             if args.what == "lda" and not args.figure:
                 raise ValueError("report lda needs --figure (the Figure 2(3) panel's .png)")
@@ -457,11 +465,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 lda_report.render_grid(args.runs, args.out)
         elif args.verb == "report" and args.what == "figure4":
-            from reports import figure4
+            from pmd_bench.reports import figure4
 
             figure4.render(args.data, args.runs, args.out)
         elif args.verb == "report" and args.what == "posteriordb":
-            from reports import posteriordb as posteriordb_report
+            from pmd_bench.reports import posteriordb as posteriordb_report
 
             if not args.figure:
                 raise ValueError("report posteriordb needs --figure (the heat map's .png)")
@@ -469,15 +477,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "report" and len(args.data) != 1:
             raise ValueError(f"report {args.what} takes one --data file, got {len(args.data)}")
         elif args.verb == "report" and args.what == "figure1":
-            from reports import figure1
+            from pmd_bench.reports import figure1
 
             figure1.render(args.data[0], args.runs, args.out)
         elif args.verb == "report" and args.what == "figure2":
-            from reports import figure2
+            from pmd_bench.reports import figure2
 
             figure2.render(args.data[0], args.runs, args.out)
         elif args.verb == "report":
-            from reports import table_logistic
+            from pmd_bench.reports import table_logistic
 
             table_logistic.render(args.data[0], args.runs, args.out)
     except (ValueError, FileNotFoundError, ConvergenceError, DatasetError) as err:
@@ -488,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def exit_without_teardown(code: int) -> NoReturn:
     """Leave the process with ``code`` after flushing the output streams and the logging handlers,
-    without the interpreter's teardown: the way the workflow's jobs (``python -m workflow.cli``) end.
+    without the interpreter's teardown: the way the workflow's jobs (``python -m pmd_bench.workflow.cli``) end.
 
     When :func:`main` returns, every result is written (atomically) and its MLflow run is ended; the
     teardown only runs native finalisers. One of them segfaulted once (exit 139) after a 52-minute

@@ -61,7 +61,7 @@ def posteriordb_skip_reason(cfg: dict[str, Any]) -> str | None:
     """Why the config's posteriordb experiment does not run, or ``None`` when it does: it needs a
     ``posteriordb`` section and an offline mirror holding ``posteriordb/`` (the reference draws
     are never downloaded). One rule for the Snakemake rules and ``pmd-bench regress``."""
-    from datasets.settings import resolve_settings
+    from pmd_bench.datasets.settings import resolve_settings
 
     if "posteriordb" not in cfg:
         return "the config has no posteriordb section"

@@ -7,13 +7,13 @@ from typing import Any
 
 import jax
 
-import baselines
-import baselines.lda
 import pmd
-from baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
-from baselines.gibbs import PolyaGammaGibbs
-from baselines.vi import JaakkolaJordanSVI
-from baselines.peers.gpjax_sgp import GPJaxSVGP
+from pmd_bench import baselines
+from pmd_bench.baselines import lda as _lda_baselines
+from pmd_bench.baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
+from pmd_bench.baselines.gibbs import PolyaGammaGibbs
+from pmd_bench.baselines.vi import JaakkolaJordanSVI
+from pmd_bench.baselines.peers.gpjax_sgp import GPJaxSVGP
 from pmd import ConfigError, InferenceMethod, Model
 from pmd.structured.lda import StructuredPMDLDA
 from pmd.structured.sparse_gp import StructuredPMDGP
@@ -26,7 +26,7 @@ METHODS.update({"pmd_gp": StructuredPMDGP, "svi_gp": SVIGP, "smc_gp": OnePassSMC
                 "gpjax_svgp": GPJaxSVGP})
 # the LDA methods (section 6, H.4): structured PMD (F.2) and its competitors (the peer libraries,
 # which are not JAX methods, run through workflow.experiments.lda)
-METHODS.update({"pmd_lda": StructuredPMDLDA, **baselines.lda.METHODS})
+METHODS.update({"pmd_lda": StructuredPMDLDA, **_lda_baselines.METHODS})
 
 
 RUN_KEYS = ("batch_size", "num_passes", "eval_every")

@@ -112,7 +112,7 @@ def summarise(jobs: list[tuple[str, dict[str, str]]], config: dict[str, Any], co
 def plan(configfiles: Sequence[str | Path], cores: int) -> dict[str, Any]:
     """:func:`summarise` of the dry run of ``configfiles``, and whether an offline data mirror is set
     (without one the posteriordb experiment and the real corpora drop out of the plan)."""
-    from datasets.settings import resolve_settings
+    from pmd_bench.datasets.settings import resolve_settings
 
     config = merged_config(configfiles)
     return {"configfiles": [str(f) for f in configfiles],

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from datasets.settings import resolve_settings
+from pmd_bench.datasets.settings import resolve_settings
 
 RUNTIME_SAFETY = 3.0
 MEMORY_SAFETY = 1.5
@@ -140,7 +140,7 @@ ANCHORS: dict[str, Anchor] = {
 }
 
 # Training rows (documents for a corpus) of each dataset, where the config's options do not give
-# them: the datasets' own descriptions (datasets/registry.py, `python -m datasets list`).
+# them: the datasets' own descriptions (datasets/registry.py, `python -m pmd_bench.datasets list`).
 DATASET_ROWS: dict[str, int] = {
     "mnist-small-6v8": 800,
     "mnist-6v8": 11769,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from reports.resultfiles import atomic_path, load_npz  # noqa: F401  (shared with the reports)
+from pmd_bench.reports.resultfiles import atomic_path, load_npz  # noqa: F401  (shared with the reports)
 
 
 def save_npz(path: str | Path, arrays: dict[str, Any], meta: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from baselines.smc import OnePassSMC, SMCState
+from pmd_bench.baselines.smc import OnePassSMC, SMCState
 from pmd.interface import ConfigError
 from pmd.model import Model
 from pmd.models.sparse_gp import SparseGP, SparseGPPosterior, features, moments

@@ -31,8 +31,8 @@ import mlflow
 import numpy as np
 from tqdm import tqdm
 
-from baselines.peers.topic_models import PEERS
-from datasets.corpus import load_corpus
+from pmd_bench.baselines.peers.topic_models import PEERS
+from pmd_bench.datasets.corpus import load_corpus
 from pmd import run
 from pmd.models import lda
 from pmd.runner import batch_indices

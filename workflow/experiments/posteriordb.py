@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import mlflow
 import numpy as np
 
-from datasets.settings import Settings
+from pmd_bench.datasets.settings import Settings
 from pmd import RunResult, own_draws, run
 from pmd.models.posteriordb import PosteriordbProblem, load_problem, reference_draws
 from pmd.sample_metrics import SampleReference, reference_floor

@@ -90,7 +90,7 @@ def load_problem(problem: str, cfg: dict, data_path: str | Path) -> tuple[dict, 
     """``(train {"x", "y"}, test {"x", "y"?, "f"?}, info)`` of ``problem`` from its data file."""
     arrays, meta = load_npz(data_path)
     if problem == "gp1d":
-        from datasets.synthetic import gp1d_function
+        from pmd_bench.datasets.synthetic import gp1d_function
 
         grid = np.linspace(arrays["x"].min(), arrays["x"].max(), cfg["test_points"])[:, None]
         return ({"x": arrays["x"], "y": arrays["y"]}, {"x": grid, "f": gp1d_function(grid[:, 0])},

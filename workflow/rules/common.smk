@@ -6,7 +6,7 @@ import sys
 
 import yaml
 
-from workflow.resources import batch_resources, job_resources
+from pmd_bench.workflow.resources import batch_resources, job_resources
 
 ALL_TARGETS = []
 # experiment -> the inputs of its cost-to-threshold report (cost.smk): its run files and, where the
@@ -22,7 +22,7 @@ def tuned_labels(experiment):
     return [f"{label}_tuned" for label in config[experiment].get("tuning", {}).get("grids", {})]
 
 # The CLI through this interpreter: no PATH set-up needed (`pmd-bench` is the same entry point).
-PMD_BENCH = f"{shlex.quote(sys.executable)} -m workflow.cli"
+PMD_BENCH = f"{shlex.quote(sys.executable)} -m pmd_bench.workflow.cli"
 RESOLVED_CONFIG = f"{RESULTS}/config.yaml"
 
 # Written from the config (and the store below, tracking.smk): on the submitting host under a cluster

@@ -1,4 +1,4 @@
-# Dataset preparation (issue 4): every dataset is one `python -m datasets prepare` job writing
+# Dataset preparation (issue 4): every dataset is one `python -m pmd_bench.datasets prepare` job writing
 # {RESULTS}/data/<name>.npz, or the directory {RESULTS}/data/<name> for a corpus (wikipedia,
 # wikipedia-dump, lda-synth). Source files are fetched into the data directory or read from the
 # offline mirror (config datasets.data_dir / datasets.offline_mirror; the environment variables
@@ -12,8 +12,8 @@ import re
 import shlex
 import sys
 
-from datasets.registry import DATASETS
-from datasets.settings import resolve_settings
+from pmd_bench.datasets.registry import DATASETS
+from pmd_bench.datasets.settings import resolve_settings
 
 _DATASETS_CONFIG = config["datasets"]
 _DATA_SETTINGS = resolve_settings(_DATASETS_CONFIG)

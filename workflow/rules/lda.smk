@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from datasets.settings import resolve_settings
+from pmd_bench.datasets.settings import resolve_settings
 
 if "lda" not in config:
     print("note: the lda experiment is skipped: the config has no lda section", file=sys.stderr)

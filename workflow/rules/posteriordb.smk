@@ -6,7 +6,7 @@
 import re
 import sys
 
-from workflow.config import posteriordb_skip_reason
+from pmd_bench.workflow.config import posteriordb_skip_reason
 
 _PDB_SKIP = posteriordb_skip_reason(config)
 

@@ -2,7 +2,7 @@
 # 0..regress.seeds-1 (the run rules' seed wildcard), then the baseline JSON written atomically.
 # Only for a config with a regress section (ci.yaml); not part of `rule all`.
 if "regress" in config:
-    from workflow.regress import baseline_inputs
+    from pmd_bench.workflow.regress import baseline_inputs
 
     rule regress_baseline:
         input:

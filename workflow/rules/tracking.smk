@@ -28,8 +28,8 @@ rule tracking_store:
 def _close_workflow_runs(status):
     """Close this invocation's parent runs; each experiment's artifacts are the outputs under
     {RESULTS}/figures/ of its rules (named <experiment>_*)."""
-    from workflow.cli import EXPERIMENTS
-    from workflow.tracking import finish_workflow_runs
+    from pmd_bench.workflow.cli import EXPERIMENTS
+    from pmd_bench.workflow.tracking import finish_workflow_runs
 
     outputs = {
         name: [f for r in workflow.rules if r.name.startswith(name + "_") for f in r.output

@@ -19,9 +19,9 @@ from typing import Callable
 
 import numpy as np
 
-from datasets import posteriordb as pdb
-from datasets.errors import DatasetError, FormatError
-from datasets.settings import Settings, resolve_settings
+from pmd_bench.datasets import posteriordb as pdb
+from pmd_bench.datasets.errors import DatasetError, FormatError
+from pmd_bench.datasets.settings import Settings, resolve_settings
 
 from . import gp, hierarchical, hmm, regression, timeseries
 from .problem import FLAT_SCALE, PosteriordbProblem

@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from datasets import posteriordb as pdb
-from datasets.settings import Settings
+from pmd_bench.datasets import posteriordb as pdb
+from pmd_bench.datasets.settings import Settings
 
 from .parameters import Parameters, Positive
 from .priors import Gamma, half_normal

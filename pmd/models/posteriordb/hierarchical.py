@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy import stats
 
-from datasets import posteriordb as pdb
-from datasets.settings import Settings
+from pmd_bench.datasets import posteriordb as pdb
+from pmd_bench.datasets.settings import Settings
 
 from .parameters import Parameters, Positive, Real
 from .priors import Normal, half_cauchy

@@ -8,9 +8,9 @@ import jax.numpy as jnp
 from jax.scipy import stats
 from jax.scipy.special import logsumexp
 
-from datasets import posteriordb as pdb
-from datasets.errors import FormatError
-from datasets.settings import Settings
+from pmd_bench.datasets import posteriordb as pdb
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.settings import Settings
 
 from .parameters import Parameters, PositiveOrdered, UniformSimplex
 from .priors import Normal

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from datasets.errors import FormatError
+from pmd_bench.datasets.errors import FormatError
 
 from ...model import Model
 from .parameters import Parameters

@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy import stats
 
-from datasets import posteriordb as pdb
-from datasets.errors import FormatError
-from datasets.settings import Settings
+from pmd_bench.datasets import posteriordb as pdb
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.settings import Settings
 
 from .parameters import Block, Parameters, Positive, Real
 from .priors import AffineNormal, Half, Normal, StudentT, half_cauchy, half_normal, half_student_t

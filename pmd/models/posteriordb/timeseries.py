@@ -7,9 +7,9 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import stats
 
-from datasets import posteriordb as pdb
-from datasets.errors import FormatError
-from datasets.settings import Settings
+from pmd_bench.datasets import posteriordb as pdb
+from pmd_bench.datasets.errors import FormatError
+from pmd_bench.datasets.settings import Settings
 
 from .parameters import Parameters, Positive, Real, UniformTriangle
 from .priors import Normal, half_cauchy, half_normal
