@@ -1,4 +1,5 @@
-"""pyproject.toml is the single source of dependencies; environment.yml must list the same pins."""
+"""pyproject.toml holds the dependencies' compatible ranges, constraints.txt the exact versions measured,
+and environment.yml mirrors both; the install adds two import names only."""
 
 import json
 import os
@@ -17,15 +18,30 @@ def test_environment_yml_matches_pyproject():
     wanted = set(project["dependencies"]).union(*project["optional-dependencies"].values())
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    assert set(pip) - {"-e ."} == wanted
+    assert set(pip) - {"-e .", "-c constraints.txt"} == wanted and "-c constraints.txt" in pip
     python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python="))
     assert project["requires-python"] == ">=3.11" and python == "python=3.11"
 
 
-def test_every_dependency_is_pinned_or_bounded():
+def test_dependencies_are_ranges_and_constraints_pin_a_point_in_each():
+    """Every dependency is a compatible range (a floor and a ceiling, never ``==``, so the package can
+    join an environment with other versions), and constraints.txt, which the README's commands,
+    ``.ci/run`` and environment.yml install with, pins each to one version inside its range."""
+    from packaging.requirements import Requirement
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.lower().replace("_", "-")] = version.strip()
     for dep in project["dependencies"] + sum(project["optional-dependencies"].values(), []):
-        assert "==" in dep or ("<" in dep and ">=" in dep), dep
+        req = Requirement(dep)
+        assert "==" not in str(req.specifier) and ">=" in str(req.specifier) and "<" in str(req.specifier), dep
+        name = req.name.lower().replace("_", "-")
+        assert name in pins, f"constraints.txt does not pin {name}"
+        assert req.specifier.contains(pins[name]), f"constraints.txt pins {name}=={pins[name]} outside {dep}"
+    assert ' -c constraints.txt' in (ROOT / ".ci" / "run").read_text()
 
 
 def test_the_packages_list_covers_every_folder():

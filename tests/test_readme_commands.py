@@ -4,8 +4,9 @@ Each command (``&&`` chains split into parts, comments dropped) must match one r
 :data:`RULES`, the documented substitution list; a command no rule covers fails the test:
 
 * ``ci``: the install and test commands of the quick start; ``.ci/run`` runs them verbatim, so
-  the test checks that it contains them (``pip install -e .`` is covered by ``.ci/run``'s
-  ``pip install -e ".[test]"``: the same project with the test extra) instead of rerunning them;
+  the test checks that it contains them (``pip install -e . -c constraints.txt`` is covered by
+  ``.ci/run``'s ``pip install -e ".[test]" -c constraints.txt``: the same project with the test
+  extra) instead of rerunning them;
 * ``dry-run``: ``snakemake ...`` with ``-n`` appended, run in the repository root: an unknown
   flag, a missing config file or a target after ``--configfile`` (read as a config file) fails;
 * ``help``: ``mlflow ui ...`` with ``--help`` appended (click rejects unknown options first);
@@ -36,15 +37,15 @@ VENV_BIN = str(Path(os.sys.executable).parent)
 
 RULES = [
     (r"python3 -m venv \.venv", "ci"),
-    (r"\.venv/bin/pip install -e \.", "ci"),
-    (r'\.venv/bin/pip install -e "\.\[test\]"', "ci"),
+    (r"\.venv/bin/pip install -e \. -c constraints\.txt", "ci"),
+    (r'\.venv/bin/pip install -e "\.\[test\]" -c constraints\.txt', "ci"),
     (r"\.venv/bin/pytest -n 2", "ci"),
     (r"(\.venv/bin/)?snakemake .*", "dry-run"),
     (r"(\.venv/bin/)?mlflow ui .*", "help"),
     (r"(\.venv/bin/)?pmd-bench(-data)? .*", "parse"),
     (r"conda (env create -f|activate) .*", "conda"),
 ]
-CI_EQUIVALENT = {".venv/bin/pip install -e .": '.venv/bin/pip install -e ".[test]"'}
+CI_EQUIVALENT = {".venv/bin/pip install -e . -c constraints.txt": '.venv/bin/pip install -e ".[test]" -c constraints.txt'}
 INPUTS = ("config", "data", "runs", "reference")
 
 
@@ -96,6 +97,8 @@ def _check_parse(block: int, index: int, command: str) -> None:
     args = shlex.split(command)
     program, argv = Path(args[0]).name, args[1:]
     parser = bench_parser() if program == "pmd-bench" else data_parser()
+    if program == "pmd-bench" and argv[:1] == ["data"]:  # `pmd-bench data VERB` is the datasets' CLI
+        parser, argv = data_parser(), argv[1:]
     try:
         parsed = parser.parse_args(argv)
     except SystemExit as err:

@@ -273,9 +273,9 @@ def test_a_job_exits_with_mains_code_and_its_output_flushed_without_the_teardown
 
 def test_the_module_entry_point_returns_mains_exit_code():
     root = Path(__file__).resolve().parents[1]
-    ok = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "readme", "--check", "--sources",
-                         "docs/readme_sources.json"], capture_output=True, text=True, timeout=300, cwd=root)
+    ok = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "docs", "--check", "--sources",
+                         "docs/sources.json"], capture_output=True, text=True, timeout=300, cwd=root)
     assert ok.returncode == 0, ok.stderr
-    bad = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "readme", "--block", "no-such-block"],
+    bad = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "docs", "--block", "no-such-block"],
                          capture_output=True, text=True, timeout=300, cwd=root)
     assert bad.returncode == 2 and "no generated block 'no-such-block'" in bad.stderr

@@ -1,0 +1,82 @@
+"""The documents' measured blocks (README.md, docs/results.md) are generated (reports/docs.py):
+re-rendered from the committed snapshot of their result files (docs/sources.json) they must equal
+what the documents hold, so a number typed into a block, or a block left behind by a changed
+result, fails here; so does a measured number typed into either document's prose."""
+
+import json
+import re
+
+import pytest
+
+from pmd_bench.reports import docs
+
+SOURCES = json.loads(docs.SNAPSHOT.read_text())
+TEXT = docs.documents_text()
+
+
+@pytest.mark.parametrize("path", docs.DOCUMENTS, ids=lambda p: p.name)
+def test_blocks_equal_their_result_files(path):
+    text = path.read_text()
+    assert docs.blocks(text), f"{path.name} has no generated blocks"
+    assert docs.drifted(text, SOURCES) == []
+
+
+def test_every_block_source_is_in_the_snapshot_and_names_are_unique():
+    assert {m["path"] for m in docs.blocks(TEXT)} == set(SOURCES)
+    names = [m["name"] for m in docs.blocks(TEXT)]
+    assert len(names) == len(set(names))
+
+
+def test_a_number_typed_into_a_block_is_caught():
+    block = docs.blocks(TEXT)[0]
+    digit = re.search(r"\d", block["body"])
+    i = block.start("body") + digit.start()
+    edited = TEXT[:i] + str((int(TEXT[i]) + 1) % 10) + TEXT[i + 1:]
+    assert docs.drifted(edited, SOURCES) == [block["name"]]
+
+
+def test_rate_sentence_is_rendered_from_rate_json():
+    text = docs.render_source("results/figures/rate.json", json.dumps(
+        {"particles": [100, 1000], "rmse": [0.1, 0.031], "seeds": 20, "slope": -0.5089, "slope_se_bootstrap": 0.083}))
+    assert text == ("RMS error of `E[θ1]` over 20 seeds for m ∈ {100, 1000}: 0.100, 0.031 — a log-log slope of "
+                    "**-0.51 ± 0.08** (Theorem 5: −½).")
+
+
+def test_a_report_files_headings_do_not_break_the_readme_outline():
+    text = docs.render_source("results/figures/table.md", "# Title\n\nbudget\n\n## accuracy\n\n| a |\n|---|\n| 1 |\n")
+    assert text == "budget\n\n**accuracy**\n\n| a |\n|---|\n| 1 |"
+
+
+@pytest.mark.parametrize("path", docs.DOCUMENTS, ids=lambda p: p.name)
+def test_no_measured_number_is_typed_into_the_prose(path):
+    assert docs.typed_numbers(path.read_text()) == []
+
+
+def test_a_number_typed_into_the_prose_is_caught_and_settings_are_not():
+    head = "# x\n\n## Results\n\nIntro.\n\n"
+    block = "<!-- generated: t from results/t.md -->\n| 98.76 | 3.2× |\n<!-- /generated: t -->\n"
+    tail = "\n## Next\n\nAnother section.\n"
+    clean = ("Settings `m = 1500`, `ε = 0.005`, H.3.1 and eq. 19, 4 chains × 1000 draws, `2.5×`, M = 2¹⁰.\n"
+             "```\nspeed 1.5x\n```\n")
+    assert docs.typed_numbers(head + block + clean + tail) == []
+    for typed in ["PMD reaches 98.72 accuracy.", "an error 12% lower", "ours is 3.2× faster", "ours is 12x faster"]:
+        assert docs.typed_numbers(head + block + clean + typed + "\n" + tail) == [typed]
+        assert docs.typed_numbers(head + block + clean + tail + typed + "\n") == [typed]  # the whole document
+
+
+def test_a_text_output_renders_as_a_code_block():
+    assert docs.render_source("results/docs/out.txt", "\nline 1\nline 2\n\n") == "```text\nline 1\nline 2\n```"
+
+
+def test_one_block_is_refreshed_from_its_file_and_the_others_from_the_snapshot(tmp_path):
+    text = ("<!-- generated: a from results/a.md -->\nold a\n<!-- /generated: a -->\n"
+            "<!-- generated: b from results/b.md -->\nold b\n<!-- /generated: b -->\n")
+    snapshot = {"results/a.md": "old a\n", "results/b.md": "old b\n"}
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results/a.md").write_text("new a\n")
+    assert docs.refreshed_sources(text, snapshot, ["a"], tmp_path) == {"results/a.md": "new a\n",
+                                                                         "results/b.md": "old b\n"}
+    with pytest.raises(FileNotFoundError, match="'b'.*results/b.md"):
+        docs.refreshed_sources(text, snapshot, ["b"], tmp_path)
+    with pytest.raises(ValueError, match="no generated block 'c'"):
+        docs.refreshed_sources(text, snapshot, ["c"], tmp_path)
