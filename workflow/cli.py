@@ -150,11 +150,13 @@ def _parser() -> argparse.ArgumentParser:
     p = verb("report-html", help="the self-contained HTML report of every experiment's results")
     p.add_argument("--out", required=True, help="the report's index.html")
 
-    p = verb("readme", help="rewrite README.md's generated results sections from result files")
-    p.add_argument("--check", action="store_true", help="exit 1 if README.md differs from what would be written")
+    p = verb("docs", help="regenerate the documentation's measured blocks (README.md, docs/results.md) from "
+                          "result files, and the methods page (docs/methods.md) from the registry")
+    p.add_argument("--check", action="store_true", help="exit 1 if a document differs from what would be written")
     p.add_argument("--sources", help="the JSON snapshot of the result files to render from (default: read them)")
     p.add_argument("--block", nargs="+", metavar="NAME", help="read only these blocks' result files; the others "
-                                                             "come from the snapshot (docs/readme_sources.json)")
+                                                             "come from the snapshot (docs/sources.json)")
+    p.add_argument("--example", action="store_true", help="run README.md's example first and render its output")
 
     p = verb("archive", help="keep finished run files in git (archive/) across sessions, or restore them")
     p.add_argument("action", choices=["save", "restore", "verify"])
@@ -411,10 +413,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"screenshot: {shot}" if shot else "no chromium on PATH: no screenshot (apt-get install chromium)")
         elif args.verb == "archive":
             return _archive(args.action, args.paths)
-        elif args.verb == "readme":
-            from pmd_bench.reports import readme
+        elif args.verb == "docs":
+            from pmd_bench.reports import docs
 
-            return readme.main(args.check, args.sources, args.block)
+            return docs.main(args.check, args.sources, args.block, args.example)
         elif args.verb == "reference" and args.experiment == "sparse_gp":
             if not args.problem:
                 raise ValueError("reference sparse_gp needs --problem (a key of sparse_gp.problems)")
