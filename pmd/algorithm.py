@@ -169,6 +169,9 @@ class PMD:
         data: the data set the runner's batches are rows of; the moves read it.
     """
 
+    method_family = "particle mirror descent"
+    reference = "Dai, He, Dai & Song, AISTATS 2016, Algorithm 1"
+
     def __init__(
         self,
         model: Model,

@@ -12,6 +12,12 @@ of its compiled scan, because an array that a jitted function closes over is a c
 constant, serialised into the program and constant-folded by XLA (at H.2's 1.6 million rows:
 hundreds of megabytes of program and gigabytes of memory). Called without ``data=``, such a step
 uses the data it was built with.
+
+Every method class also says what it is, as two class attributes: ``method_family`` (a short
+name of its family, e.g. ``"sequential Monte Carlo"``; not ``family``, which :class:`baselines.SVI`
+takes as a hyperparameter) and ``reference`` (the paper it implements, or the library function it
+wraps). ``docs/methods.md`` is generated from them and the constructors' signatures
+(:mod:`reports.methods_page`), so the page cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ class InferenceMethod(Protocol):
 
     data_size: int
     num_particles: int
+    method_family: str  # the family docs/methods.md groups it in (module docstring)
+    reference: str  # the paper it implements or the library function it wraps
 
     def init(self, key: Array) -> PyTree: ...
 

@@ -110,6 +110,9 @@ class PosteriorBootstrap:
         parallel: ``vmap`` the replicates (default) or update them one after another.
     """
 
+    method_family = "posterior bootstrap"
+    reference = "Fong, Lyddon & Holmes, ICML 2019"
+
     def __init__(self, model, data_size: int, num_particles: int = 100, optimizer: str = "adam",
                  learning_rate: float = 0.05, tau: float = 1.0, kappa: float = 0.5, parallel: bool = True):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)

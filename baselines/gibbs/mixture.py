@@ -76,6 +76,9 @@ class MixtureGibbs(FullDataStep, RetainedChain):
         num_steps: the run length in sweeps, when known, to reject a burn-in that retains nothing.
     """
 
+    method_family = "Gibbs sampling"
+    reference = "Tanner & Wong, JASA 1987; Diebolt & Robert, JRSS B 1994"
+
     state_type = GibbsState
 
     def __init__(

@@ -112,6 +112,9 @@ class PolyaGammaGibbs(FullDataStep, RetainedChain):
         truncation: ``K``, terms of the PG(1, c) series (module docstring for the error).
     """
 
+    method_family = "Gibbs sampling"
+    reference = "Polson, Scott & Windle, JASA 2013"
+
     state_type = PGGibbsState
 
     def __init__(self, model, data_size: int, num_particles: int, data: Any = None, prior_std: float = 1.0,

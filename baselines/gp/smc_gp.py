@@ -72,6 +72,12 @@ class OnePassSMCGP(OnePassSMC):
         threshold, bandwidth, jitter: as for :class:`baselines.smc.OnePassSMC`.
     """
 
+    method_family = "sequential Monte Carlo"
+    reference = (
+        "Balakrishnan & Madigan, Bayesian Analysis 2006, started at the SoD solution (Dai, He, Dai & Song, "
+        "AISTATS 2016, H.3.2)"
+    )
+
     def __init__(self, model, data_size: int, num_particles: int = 16, data: Any = None, threshold: float = 0.5,
                  bandwidth: float | None = None, jitter: float = 1e-5):
         self.gp = require_sparse_gp(model)

@@ -65,6 +65,9 @@ class SubsetOfData:
         subset_size: ``s``; default ``M``.
     """
 
+    method_family = "subset of data"
+    reference = "Rasmussen & Williams, Gaussian Processes for Machine Learning, 2006, sec. 8.3.1"
+
     def __init__(self, model, data_size: int, num_particles: int = 1, data: Any = None,
                  subset_size: int | None = None):
         self.model = require_sparse_gp(model)

@@ -45,6 +45,9 @@ class SVIGP(StructuredPMDGP):
         inducing: ``"data"`` (default) or ``"box"``.
     """
 
+    method_family = "variational inference"
+    reference = "Hensman, Fusi & Lawrence, UAI 2013"
+
     def __init__(self, model, data_size: int, num_particles: int = 1, data: Any = None, step_size: Any = None,
                  inducing: str = "data"):
         if num_particles != 1:

@@ -47,6 +47,9 @@ class OnlineVB:
         max_iter, tol: the E-step's rounds and its stopping rule (scikit-learn's 100 and 1e-3).
     """
 
+    method_family = "variational inference"
+    reference = "Hoffman, Blei & Bach, NIPS 2010"
+
     def __init__(self, model, data_size: int, num_particles: int = 1, step_size: Any = None,
                  max_iter: int = 100, tol: float = 1e-3):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)

@@ -57,6 +57,9 @@ class SGRLD:
         sweeps, burn_in: Gibbs sweeps per visited document and how many precede the average.
     """
 
+    method_family = "stochastic-gradient MCMC"
+    reference = "Patterson & Teh, NIPS 2013"
+
     def __init__(self, model, data_size: int, num_particles: int = 1, step_size: Any = None, sweeps: int = 10,
                  burn_in: int = 5):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)

@@ -80,6 +80,9 @@ class LDASMC:
         rejuvenate: documents re-sampled per particle after every step (0: none).
     """
 
+    method_family = "sequential Monte Carlo"
+    reference = "Canini, Shi & Griffiths, AISTATS 2009"
+
     def __init__(self, model, data_size: int, num_particles: int = 1, data: Any = None, threshold: float = 0.5,
                  rejuvenate: int = 100):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)

@@ -159,6 +159,9 @@ class TemperedSMC(_HMCMoves):
         trajectory_length: the HMC trajectory in whitened units (default ``π/2``, module docstring).
     """
 
+    method_family = "sequential Monte Carlo"
+    reference = "BlackJAX `blackjax.adaptive_tempered_smc` (Del Moral, Doucet & Jasra, JRSS B 2006; Jasra et al. 2011)"
+
     def __init__(
         self,
         model,
@@ -284,6 +287,9 @@ class DataTemperedSMC(_HMCMoves):
             :class:`baselines.OnePassSMC`).
         num_mcmc_steps, trajectory_length: the HMC move, as for :class:`TemperedSMC`.
     """
+
+    method_family = "sequential Monte Carlo"
+    reference = "BlackJAX `blackjax.partial_posteriors_smc` (Chopin, Biometrika 2002)"
 
     def __init__(
         self,

@@ -37,6 +37,9 @@ class BlackJAXSVGD:
     """``blackjax.svgd`` on mini-batches; arguments as :class:`baselines.vi.SVGD` (``batch_growth``
     and ``repulsion`` are not BlackJAX options: plain SVGD)."""
 
+    method_family = "particle VI"
+    reference = "BlackJAX `blackjax.svgd` (Liu & Wang, NeurIPS 2016)"
+
     def __init__(self, model, data_size: int, num_particles: int = 100, step_size: float = 0.01,
                  optimizer: str = "sgd"):
         # ours validates the shared arguments and builds the same optax optimizer

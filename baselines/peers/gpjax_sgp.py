@@ -79,6 +79,12 @@ class GPJaxSVGP:
         step_size: as for :class:`baselines.gp.SVIGP` (default ``1/(1 + √t)``).
     """
 
+    method_family = "variational inference"
+    reference = (
+        "GPJax `gpjax.natural_gradients.natural_gradient_step` on `WhitenedVariationalGaussian` "
+        "(Hensman, Fusi & Lawrence, UAI 2013)"
+    )
+
     def __init__(self, model, data_size: int, num_particles: int = 1, data: Any = None, step_size: Any = None):
         self.model = require_sparse_gp(model)
         if num_particles != 1:

@@ -80,6 +80,9 @@ class NumPyroSVI:
     guide objects, not in the state.
     """
 
+    method_family = "variational inference"
+    reference = "NumPyro `numpyro.infer.SVI` with `AutoMultivariateNormal` (Kucukelbir et al., JMLR 2017)"
+
     def __init__(
         self,
         model,

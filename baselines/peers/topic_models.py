@@ -39,6 +39,9 @@ class SklearnOnlineLDA:
 
     Visits: each ``update`` reads one batch (``visits_per_update = None``: the batch's rows)."""
 
+    method_family = "variational inference"
+    reference = 'scikit-learn `LatentDirichletAllocation(learning_method="online")` (Hoffman, Blei & Bach, NIPS 2010)'
+
     visits_per_update = None
 
     def __init__(self, model: LDA, data_size: int, seed: int, step_size: Any = None, max_iter: int = 100,
@@ -75,6 +78,9 @@ class GensimLDA:
     ``D/B`` scaling: see :meth:`update`. Its E-step runs at most ``max_iter`` rounds to a mean change of ``tol`` (``iterations``,
     ``gamma_threshold``)."""
 
+    method_family = "variational inference"
+    reference = "gensim `gensim.models.LdaModel` (Hoffman, Blei & Bach, NIPS 2010)"
+
     visits_per_update = None
 
     def __init__(self, model: LDA, data_size: int, seed: int, step_size: Any = None, max_iter: int = 100,
@@ -107,6 +113,9 @@ class TomotopyGibbs:
 
     One ``update`` runs ``iterations`` sweeps (each visits every document); its posterior is the
     current sample's topic-word distributions, held-out ``θ_d`` estimated by Gibbs like PMD's."""
+
+    method_family = "Gibbs sampling"
+    reference = "tomotopy `tomotopy.LDAModel` (collapsed Gibbs; Griffiths & Steyvers, PNAS 2004)"
 
     def __init__(self, model: LDA, data_size: int, seed: int, iterations: int = 50, workers: int = 1):
         import tomotopy

@@ -78,6 +78,9 @@ class SGLD(RetainedChain):
         num_steps: the run length, when known, to reject a burn-in that retains nothing.
     """
 
+    method_family = "stochastic-gradient MCMC"
+    reference = "Welling & Teh, ICML 2011"
+
     state_type = SGLDState.start
 
     def __init__(
@@ -143,6 +146,9 @@ class ParallelSGLD:
         model, data_size, num_particles: as for :class:`SGLD` (``m`` chains).
         a, b, gamma: the step size ``ε_t = a (b + t)^(-γ)``.
     """
+
+    method_family = "stochastic-gradient MCMC"
+    reference = "Welling & Teh, ICML 2011 (independent chains)"
 
     def __init__(
         self,

@@ -74,6 +74,9 @@ class OnePassSMC:
             before its Cholesky factor (:func:`pmd.bandwidth.stable_cholesky`).
     """
 
+    method_family = "sequential Monte Carlo"
+    reference = "Balakrishnan & Madigan, Bayesian Analysis 2006"
+
     def __init__(
         self,
         model,

@@ -99,6 +99,9 @@ class JaakkolaJordanSVI:
             in ``(0, 1]``. Default H.2's ``1/(100 + √t)``.
     """
 
+    method_family = "variational inference"
+    reference = "Jaakkola & Jordan, Statistics and Computing 2000; Hoffman, Blei, Wang & Paisley, JMLR 2013"
+
     def __init__(self, model, data_size: int, num_particles: int = 1, prior_std: float = 1.0,
                  step_size: Any = None):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)

@@ -133,6 +133,9 @@ class NPV(FullDataStep, _MixtureVI):
         memory_size: L-BFGS history length.
     """
 
+    method_family = "nonparametric VI"
+    reference = "Gershman, Hoffman & Blei, ICML 2012"
+
     def __init__(self, model, data_size: int, num_particles: int, data: Any = None, iterations: int = 1,
                  memory_size: int = 10):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)
@@ -178,6 +181,9 @@ class StochasticNPV(_MixtureVI):
         num_particles: ``m``, the mixture components.
         optimizer, learning_rate, tau, kappa: as for :class:`baselines.SVI`.
     """
+
+    method_family = "nonparametric VI"
+    reference = "Gershman, Hoffman & Blei, ICML 2012; its SGD form from Dai, He, Dai & Song, AISTATS 2016, section 6"
 
     def __init__(self, model, data_size: int, num_particles: int, optimizer: str = "adam",
                  learning_rate: float = 0.01, tau: float = 1.0, kappa: float = 0.0):

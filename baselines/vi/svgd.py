@@ -101,6 +101,12 @@ class SVGD:
         repulsion: ``λ > 0``, the weight of the repulsive term (1: SVGD's posterior).
     """
 
+    method_family = "particle VI"
+    reference = (
+        "Liu & Wang, NeurIPS 2016; OPVI (`batch_growth > 0`): Yang, Liu & Zhang, "
+        "\"Particle-based online Bayesian sampling\""
+    )
+
     def __init__(self, model, data_size: int, num_particles: int = 100, step_size: float = 0.01,
                  optimizer: str = "sgd", batch_growth: float = 0.0, repulsion: float = 1.0):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)

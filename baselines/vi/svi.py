@@ -96,6 +96,9 @@ class SVI:
         data: the whole data set, which the Laplace start reads once, at construction.
     """
 
+    method_family = "variational inference"
+    reference = "Hoffman, Blei, Wang & Paisley, JMLR 2013; black-box form of Titsias & Lázaro-Gredilla, ICML 2014"
+
     def __init__(
         self,
         model,

@@ -86,6 +86,9 @@ class StructuredPMDLDA:
         threshold: resample when the ESS falls below ``threshold · m``.
     """
 
+    method_family = "particle mirror descent"
+    reference = "Dai, He, Dai & Song, AISTATS 2016, Appendix F.2"
+
     def __init__(self, model, data_size: int, num_particles: int = 1, step_size: Any = None, sweeps: int = 10,
                  burn_in: int = 5, threshold: float = 0.5, counts: str = "average"):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)

@@ -108,6 +108,9 @@ class StructuredPMDGP:
             "offset": 1}``: ``γ_t = 1/(1 + √t)`` (H.3's form; the paper gives no η, n₀).
     """
 
+    method_family = "particle mirror descent"
+    reference = "Dai, He, Dai & Song, AISTATS 2016, Appendix F.1"
+
     def __init__(self, model, data_size: int, num_particles: int = 16, step_size: Any = None):
         self.model = require_sparse_gp(model)
         self.data_size = require_positive_int("data_size", data_size)

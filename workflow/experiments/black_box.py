@@ -15,6 +15,7 @@ holds no NaN. Nothing is hand-listed: the registry, the configs and the models d
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -54,9 +55,10 @@ def probe_problems(seed: int = 0) -> dict[str, tuple[Any, Any]]:
     }
 
 
-def configured(cfg: dict) -> dict[str, dict]:
+def configured(cfg: dict, registry: Mapping[str, type] = methods.METHODS) -> dict[str, dict]:
     """Registry name -> ``{"experiments": [...], "spec": {...}}`` from every experiment section of
-    ``cfg`` with ``methods`` (``spec``: the first entry's constructor arguments)."""
+    ``cfg`` with ``methods`` (``spec``: the first entry's constructor arguments), for the names in
+    ``registry`` (default: the JAX methods; docs/methods.md adds the LDA peer libraries)."""
     out: dict[str, dict] = {}
     for experiment, section in cfg.items():
         if not isinstance(section, dict) or not isinstance(section.get("methods"), dict):
@@ -64,8 +66,8 @@ def configured(cfg: dict) -> dict[str, dict]:
         for label, entry in section["methods"].items():
             spec = {k: v for k, v in (entry or {}).items() if k not in methods.RUN_KEYS}
             name = spec.pop("method", label)
-            if name not in methods.METHODS:
-                continue  # a peer library run by its experiment, not a registry method
+            if name not in registry:
+                continue  # by default a peer library run by its experiment, not a registry method
             record = out.setdefault(name, {"experiments": [], "spec": spec})
             if experiment not in record["experiments"]:
                 record["experiments"].append(experiment)
