@@ -10,6 +10,8 @@ harness), and never shadows Hugging Face's ``datasets`` or OpenAI's ``baselines`
     from pmd_bench.workflow.cli import main          # the `pmd-bench` command
 """
 
-from pmd import __version__
+from importlib.metadata import version as _version
+
+__version__ = _version("pmd-bench")
 
 __all__ = ["__version__"]

@@ -12,6 +12,7 @@ example (:func:`run_readme_example`) and records its output; ``--check --sources
 re-renders the blocks from the snapshot and fails when a document differs, so a number typed by hand
 into a block, or a block edited without its source, fails ``tests/test_docs_generated.py``; so does
 a measured number typed into README.md or docs/results.md outside a block (:func:`typed_numbers`).
+"""
 
 from __future__ import annotations
 

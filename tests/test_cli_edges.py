@@ -74,3 +74,27 @@ def test_pmd_bench_data_is_the_data_command(capsys):
     assert capsys.readouterr().out.startswith("usage: pmd-bench data")
     assert cli.main(["data", "list"]) == 0
     assert "mnist-small-6v8" in capsys.readouterr().out
+
+
+def test_make_data_lists_the_experiments_that_make_data():
+    assert sorted(cli.MAKES_DATA) == sorted(name for name, module in cli.EXPERIMENTS.items()
+                                            if hasattr(module, "make_data"))
+
+
+def test_help_version_and_data_start_without_the_heavy_libraries():
+    """``pmd-bench --help``, ``--version`` and ``pmd-bench data`` parse and answer before JAX, MLflow or
+    the peers' libraries are imported (they took seconds to start when the CLI imported them first)."""
+    probe = """
+import sys
+from pmd_bench.workflow import cli
+for argv in (["--help"], ["--version"], ["data", "--help"]):
+    try:
+        cli.main(argv)
+    except SystemExit:
+        pass
+heavy = sorted(m for m in ("jax", "mlflow", "gensim", "tomotopy", "sklearn", "pymc") if m in sys.modules)
+print("heavy:", heavy, file=sys.stderr)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "heavy: []" in done.stderr

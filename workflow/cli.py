@@ -38,6 +38,8 @@ The Snakemake rules call these verbs; they work the same by hand::
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Mapping
 from importlib.metadata import version as package_version
 import json
 import logging
@@ -47,19 +49,31 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from pmd_bench.datasets.errors import DatasetError
-from pmd_bench.datasets.settings import resolve_settings
-
 from . import config as config_mod
-from . import regress as regress_mod
-from .experiments import lda, logistic, mixture, posteriordb, rate, sparse_gp
-from .reference import ConvergenceError
-from .repetitions import BATCHABLE, run_seeds
-from .results import save_json
-from .tracking import git_commit, init_store, tracking_uri
 
-EXPERIMENTS = {"mixture": mixture, "logistic": logistic, "posteriordb": posteriordb, "sparse_gp": sparse_gp,
-               "lda": lda}
+# Experiment name -> its module under workflow/experiments/, imported on first use, so `pmd-bench --help`,
+# `--version` and `pmd-bench data` start without JAX, MLflow and the peers' libraries.
+EXPERIMENT_NAMES = ("mixture", "logistic", "posteriordb", "sparse_gp", "lda")
+# the experiments whose `make-data` simulates data and its exact posterior (tests/test_cli_edges.py checks it)
+MAKES_DATA = ("mixture", "sparse_gp")
+
+
+class _Experiments(Mapping):
+    """The experiments' modules by name (:data:`EXPERIMENT_NAMES`), each imported when first looked up."""
+
+    def __getitem__(self, name: str):
+        if name not in EXPERIMENT_NAMES:
+            raise KeyError(name)
+        return importlib.import_module(f"{__package__}.experiments.{name}")
+
+    def __iter__(self):
+        return iter(EXPERIMENT_NAMES)
+
+    def __len__(self) -> int:
+        return len(EXPERIMENT_NAMES)
+
+
+EXPERIMENTS = _Experiments()
 
 
 def _experiment_name(cfg: dict, experiment: str) -> str:
@@ -86,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--marker", help="touch this file when done (for Snakemake)")
 
     p = verb("make-data", help="simulate an experiment's data and its exact posterior")
-    p.add_argument("experiment", choices=sorted(n for n, m in EXPERIMENTS.items() if hasattr(m, "make_data")))
+    p.add_argument("experiment", choices=sorted(MAKES_DATA))
     p.add_argument("--out", required=True)
 
     p = verb("run", help="run one method with one seed (or, on the mixture and logistic experiments, several batched)")
@@ -189,7 +203,9 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
     data at its run settings, the JSON to ``--out`` and an MLflow run ``tune-<method>`` with it."""
     import mlflow
 
+    from .experiments import logistic, mixture
     from .methods import split_spec
+    from .results import save_json
     from .tracking import tracked_run
     from .tuning import tune
 
@@ -248,6 +264,7 @@ def _params(text: str | None, option: str = "--params") -> dict | None:
 
 def _regress(cfg: dict, args: argparse.Namespace) -> int:
     """The ``regress`` verb: 1 when a metric leaves its band or is missing (:mod:`workflow.regress`)."""
+    from . import regress as regress_mod
     if "regress" not in cfg:
         raise ValueError("the config has no regress section (baseline path and seeds): see workflow/config/ci.yaml")
     results = args.results or cfg["results_dir"]
@@ -274,6 +291,7 @@ def _regress(cfg: dict, args: argparse.Namespace) -> int:
 def _table1(cfg: dict, args: argparse.Namespace) -> None:
     """The ``table1`` verb: one measurement of Table 1 (:mod:`workflow.experiments.table1`,
     :mod:`workflow.experiments.black_box`) written to ``--out``, or the table rendered."""
+    from .results import save_json
     from .experiments import black_box, table1
 
     if "table1" not in cfg:
@@ -297,6 +315,7 @@ def _table1(cfg: dict, args: argparse.Namespace) -> None:
 
 def _archive(action: str, paths: list[str]) -> int:
     """``pmd-bench archive`` (:mod:`workflow.archive`)."""
+    from .tracking import git_commit
     from . import archive
 
     if action == "save":
@@ -336,6 +355,15 @@ def main(argv: list[str] | None = None) -> int:
         return datasets_cli.main(argv[1:], prog="pmd-bench data")
     args = _parser().parse_args(argv)
     end_on_sigterm()
+    from pmd_bench.datasets.errors import DatasetError
+    from pmd_bench.datasets.settings import resolve_settings
+
+    from .experiments import logistic, posteriordb, rate, sparse_gp
+    from .reference import ConvergenceError
+    from .repetitions import BATCHABLE, run_seeds
+    from .results import save_json
+    from .tracking import git_commit, init_store, tracking_uri
+
     try:
         cfg = config_mod.load(args.config)
         uri = tracking_uri(cfg["tracking"]["uri"])
