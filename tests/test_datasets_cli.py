@@ -104,7 +104,7 @@ def _dry_run_targets(tmp_path: Path, configfile: str, env: dict[str, str]) -> se
     snakefile = tmp_path / "Snakefile"
     snakefile.write_text(
         f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
-        "from workflow.resources import job_resources\n"  # what common.smk imports for every rule file
+        "from pmd_bench.workflow.resources import job_resources\n"  # what common.smk imports for every rule file
         f"configfile: {str(REPO / configfile)!r}\n"
         'RESULTS = config["results_dir"]\n'
         f"include: {str(REPO / 'workflow/rules/datasets.smk')!r}\n"

@@ -59,7 +59,7 @@ def workspace(tmp_path_factory):
         ["report", "figure4", "--data", str(out["truth_gp1d"]), "--runs", str(root / "runs/gp1d/pmd/seed0.npz"),
          "--out", str(root / "figure4.png")],
     ]
-    script = ("import json, sys\nfrom workflow.cli import main\n"
+    script = ("import json, sys\nfrom pmd_bench.workflow.cli import main\n"
               f"for argv in json.loads({json.dumps(json.dumps(calls))}):\n"
               f"    code = main(['--config', {str(config)!r}, *argv])\n"
               "    if code: sys.exit(f'{argv[:2]} exited {code}')\n")

@@ -179,7 +179,7 @@ def test_a_terminated_process_ends_its_mlflow_run_failed(tmp_path, store):
     """SIGTERM (a cancelled job) unwinds the run: exit status 143 and the MLflow run FAILED, not
     RUNNING forever (workflow.cli.end_on_sigterm, which the pmd-bench entry point installs)."""
     init_store(store, ["terminated"])
-    script = ("import time\nfrom workflow.cli import end_on_sigterm\nfrom workflow.tracking import tracked_run\n"
+    script = ("import time\nfrom pmd_bench.workflow.cli import end_on_sigterm\nfrom pmd_bench.workflow.tracking import tracked_run\n"
               "end_on_sigterm()\n"
               f"with tracked_run({store!r}, 'terminated', 'r', {{}}):\n"
               "    print('started', flush=True)\n    time.sleep(120)\n")
@@ -260,7 +260,7 @@ def test_a_job_exits_with_mains_code_and_its_output_flushed_without_the_teardown
     """``python -m pmd_bench.workflow.cli`` leaves through ``exit_without_teardown``: the streams are flushed
     (piped stdout is block-buffered, so an unflushed line would be lost with ``os._exit``), the exit
     code is main's, and ``atexit`` handlers (where a native finaliser crashed once) do not run."""
-    script = ("import atexit, logging, sys\nfrom workflow.cli import exit_without_teardown\n"
+    script = ("import atexit, logging, sys\nfrom pmd_bench.workflow.cli import exit_without_teardown\n"
               "atexit.register(lambda: print('teardown ran', flush=True))\n"
               "logging.basicConfig(stream=sys.stderr)\nlogging.getLogger('t').warning('logged')\n"
               "print('result written')\nprint('to stderr', file=sys.stderr)\nexit_without_teardown(3)\n")

@@ -52,7 +52,7 @@ class Anchor:
     source: str = ""
 
 
-# The python + JAX process floor: `/usr/bin/time -v python -c "import workflow.cli, jax.numpy as
+# The python + JAX process floor: `/usr/bin/time -v python -c "import pmd_bench.workflow.cli, jax.numpy as
 # jnp; jnp.ones(3)"` peaked at 427 MB resident (this machine, 2026-11-23).
 PROCESS_MB = 427.0
 # A figure job: `/usr/bin/time -v pmd-bench report figure1` on the default config's 36 mixture runs
