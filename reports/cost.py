@@ -43,6 +43,7 @@ from pmd.runner import WORK  # noqa: E402
 
 from .posteriordb import GOAL  # noqa: E402
 from .resultfiles import atomic_path, load_npz, runs_by_group, runs_by_method  # noqa: E402
+from .styles import legend_outside, panel_styles  # noqa: E402
 
 PMD_LABEL = "pmd"
 COSTS = {
@@ -259,12 +260,12 @@ def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict
     cols = min(len(panels), 4 if len(groups) > 1 else len(panels))
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
-    colors = {m: f"C{i % 10}" for i, m in enumerate(dict.fromkeys(m for g in groups.values() for m in g))}
+    styles = panel_styles(m for g in groups.values() for m in g)
     for ax, (target, cost) in zip(axes.flat, panels):
         for method, runs in groups[target].items():
             x, y = _median_curve(runs, criterion.score, cost)
             if len(x):
-                ax.plot(x, y, marker=".", ms=3, color=colors[method], label=method)
+                ax.plot(x, y, label=method, **styles[method].line())
         ax.axhline(thresholds[target], color="k", ls="--", lw=1, label="threshold")
         ax.set(xscale="log", xlabel=COSTS[cost] if cost != "work" else "work (evals + grad_evals)",
                title=target if len(groups) > 1 else cost)
@@ -272,8 +273,7 @@ def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_axis_off()
-    handles = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    legend_outside(fig, axes)
     fig.suptitle(f"{experiment}: accuracy against cost (median over seeds); criterion: {criterion.wording}",
                  fontsize=9)
     fig.tight_layout()

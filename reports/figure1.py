@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
+from .styles import legend_outside, panel_styles  # noqa: E402
 
 PMD_LABEL = "pmd"
 
@@ -48,10 +49,11 @@ def _mean_density(runs) -> np.ndarray:
 
 
 def _curve_panel(ax, runs_by, metric: str, floor_value: float | None, ylabel: str) -> None:
+    styles = panel_styles(runs_by)
     for label, runs in runs_by.items():
         visited, mean, std = curve_stats(runs, metric)
-        line, = ax.plot(visited, mean, label=label)
-        ax.fill_between(visited, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+        ax.plot(visited, mean, label=label, **styles[label].line())
+        ax.fill_between(visited, mean - std, mean + std, color=styles[label].color, alpha=0.2)
     if floor_value is not None:
         ax.axhline(floor_value, color="k", ls="--", lw=1, label="exact draws")
     # Gibbs visits every datum per sweep and one-pass SMC stops after one pass: the axis spans
@@ -62,7 +64,6 @@ def _curve_panel(ax, runs_by, metric: str, floor_value: float | None, ylabel: st
         ax.set_yscale("symlog", linthresh=1)
         ax.set_ylim(bottom=min(floor_value if floor_value is not None else 0.0, 0.0) - 0.5)
     ax.set(xlabel="data points visited", ylabel=ylabel)
-    ax.legend(fontsize=7)
 
 
 def mass_right(log_prob: np.ndarray, axes: list[np.ndarray]) -> float:
@@ -175,9 +176,10 @@ def render(data_path: str | Path, run_files: list[str | Path], out: str | Path) 
     ax[1, 1].set_axis_off()
     ax[1, 0].text(0, 0.5, _caption(floors, meta["floor_samples"]), fontsize=9, va="center", family="monospace")
     fig.tight_layout()
+    legend_outside(fig, ax[:, 2:])
     out = Path(out)
     with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110)
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
     n = len(runs_by) + 1

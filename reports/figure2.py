@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .figure1 import summarize  # noqa: E402
 from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
+from .styles import legend_outside, panel_styles  # noqa: E402
 
 PANELS = (
     ("test_error", "(1) test error", None),
@@ -33,12 +34,14 @@ def render(reference_path: str | Path, run_files: list[str | Path], out: str | P
     _, ref_meta = load_npz(reference_path)
     runs_by = runs_by_method(run_files)
     fig, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4.2))
+    styles = panel_styles(runs_by)
     for ax, (metric, title, floor_key) in zip(axes, PANELS):
         for label, runs in runs_by.items():
             visited, mean, std = curve_stats(runs, metric)
             keep = visited > 0
-            line, = ax.plot(visited[keep], mean[keep], label=f"{label} ({len(runs)} runs)")
-            ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=line.get_color(), alpha=0.2)
+            ax.plot(visited[keep], mean[keep], label=f"{label} ({len(runs)} runs)", **styles[label].line())
+            ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=styles[label].color,
+                            alpha=0.2)
         if floor_key is not None:
             ax.axhline(ref_meta["floor"][floor_key], color="k", ls="--", lw=1, label="held-out NUTS draws")
         if metric == "test_error":
@@ -46,11 +49,11 @@ def render(reference_path: str | Path, run_files: list[str | Path], out: str | P
         ax.set(xscale="log", xlabel="data points visited", title=title)
         if metric in ("energy", "mean_error"):
             ax.set_yscale("log")
-        ax.legend(fontsize=7)
     fig.tight_layout()
+    legend_outside(fig, axes)
     out = Path(out)
     with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110)
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
     summary = summarize(runs_by, ref_meta["floor"])
     summary["reference"] = {k: ref_meta[k] for k in ("diagnostics", "predictive", "num_data")}

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
                           runs_by_method)
+from .styles import legend_outside, panel_styles  # noqa: E402
 
 PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6 and Figure 2(3), Wikipedia, 150,000 documents, K = 100, 5 passes): "
                "PMD (one particle) reaches the best perplexity, \"significantly better than SGRLD and SVI\"; SMC "
@@ -51,18 +52,19 @@ def render_panel(run_files: list[str | Path], out: str | Path) -> dict:
     """Figure 2(3): log-perplexity against documents visited; returns (and writes beside) the summary."""
     runs_by = runs_by_method(run_files)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    styles = panel_styles(runs_by)
     for label, runs in runs_by.items():
         visited, mean, std = curve_stats(runs, "log_perplexity")
         keep = visited > 0
-        line, = ax.plot(visited[keep], mean[keep], marker=".", label=f"{label} ({len(runs)} runs)")
-        ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=line.get_color(), alpha=0.2)
+        ax.plot(visited[keep], mean[keep], label=f"{label} ({len(runs)} runs)", **styles[label].line())
+        ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=styles[label].color, alpha=0.2)
     ax.set(xscale="log", xlabel="documents visited", ylabel="held-out log-perplexity (H.4's per-family estimator)",
            title="(3) LDA: held-out log-perplexity (eq. 19)")
-    ax.legend(fontsize=7)
     fig.tight_layout()
+    legend_outside(fig, [ax])
     out = Path(out)
     with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110)
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
     summary = {label: {metric: {"mean": float(v.mean()), "std": float(v.std()), "runs": len(v)}
                        for metric in ("log_perplexity", "perplexity", COMMON, "topic_hellinger")

@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 
 from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
                           runs_by_group)
+from .styles import legend_outside, panel_styles  # noqa: E402
 from .table_logistic import _pm  # noqa: E402  (mean ± sd over seeds, as the logistic table writes it)
 
 PAPER_RMSE = 0.027
@@ -109,9 +110,10 @@ def table(groups: dict) -> str:
     return "\n".join(lines + [PAPER_CLAIM, ""])
 
 
-def _curves(ax, runs_by, metric):
-    """Mean ± sd against data visited; a method that stops visiting early (SoD after its subset)
-    is drawn flat from where it stopped to the end of the axis. GPJax dashed (it overlays SVI-GP)."""
+def _curves(ax, runs_by, metric, styles):
+    """Mean ± sd against data visited, each method in its look (``styles``: GPJax's is dashed, for it
+    overlays SVI-GP); a method that stops visiting early (SoD after its subset) is drawn flat from
+    where it stopped to the end of the axis."""
     stats = {label: curve_stats(runs, metric) for label, runs in runs_by.items() if f"curve/{metric}" in runs[0][0]}
     end = max(float(v.max()) for v, _, _ in stats.values())
     for label, (visited, mean, std) in stats.items():
@@ -119,8 +121,8 @@ def _curves(ax, runs_by, metric):
         x, m, s = visited[keep], mean[keep], std[keep]
         if len(np.unique(x)) == 1:  # stopped: its final value from there on
             x, m, s = np.array([x[0], end]), np.full(2, m[-1]), np.full(2, s[-1])
-        line, = ax.plot(x, m, ls="--" if "gpjax" in label else "-", label=f"{label} ({len(runs_by[label])} runs)")
-        ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.2)
+        ax.plot(x, m, label=f"{label} ({len(runs_by[label])} runs)", **styles[label].line())
+        ax.fill_between(x, m - s, m + s, color=styles[label].color, alpha=0.2)
 
 
 def figure(groups: dict, out: str | Path) -> None:
@@ -132,21 +134,22 @@ def figure(groups: dict, out: str | Path) -> None:
         panels += [("gp1d", "rmse_exact", "1-D (H.3.1): RMSE to the exact GP mean"),
                    ("gp1d", "var_ratio", "1-D (H.3.1): variance ratio to the exact GP")]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    styles = panel_styles(label for _, runs_by in groups.values() for label in runs_by)
     for ax, (problem, metric, title) in zip(axes[0], panels):
         (_, truth), runs_by = groups[problem]
-        _curves(ax, runs_by, metric)
+        _curves(ax, runs_by, metric, styles)
         if metric == "test_rmse":
             if truth["noise_std"]:
                 ax.axhline(truth["noise_std"], color="k", ls="--", lw=1, label="best achievable (noise sd)")
-            ax.axhline(PAPER_RMSE, color="r", ls=":", lw=1, label="paper's PMD on real MSD (0.027)")
+            ax.axhline(PAPER_RMSE, color="k", ls=":", lw=1, label="paper's PMD on real MSD (0.027)")
             title = title.format(" stand-in" if truth["standin"] else "")
         if metric == "var_ratio":
-            ax.axhline(1.0, color="k", ls="--", lw=1)
+            ax.axhline(1.0, color="k", ls="-.", lw=1, label="exact GP (ratio 1)")
         ax.set(xscale="log", yscale="log", xlabel="data points visited", title=title)
-        ax.legend(fontsize=7)
     fig.tight_layout()
+    legend_outside(fig, axes)
     with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110)
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .resultfiles import atomic_path  # noqa: E402
+from .styles import legend_outside, style  # noqa: E402
 
 # Table 1 as printed: rows keyed by (registry method, KDE strategy or not). Exponents are the
 # powers of m and d in the claimed computation per iteration and memory; the rate is the claimed
@@ -128,31 +129,32 @@ def markdown(table: dict) -> str:
 
 
 def figure(table: dict, out: str | Path) -> None:
-    """Error against m (with the claimed slopes), and time and peak memory of a step against m and d."""
+    """Error against m (with the claimed slopes), and time and peak memory of a step against m and d;
+    each row in its method's look (``pmd_kde`` for the KDE row), named with its measured slope."""
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
     for row in table["rows"]:
-        r = row.get("measured_rate")
+        r, c = row.get("measured_rate"), row.get("measured_cost")
+        look = style(row["method"] + ("_kde" if row["kde"] else "")).line(every=None)
+        label = row["row"] if r is None else f"{row['row']} ({r['slope']:+.2f})"
         if r is not None:
-            axes[0].loglog(r["particles"], r["rmse"], "o-", label=f"{row['row']} ({r['slope']:+.2f})")
-        c = row.get("measured_cost")
+            axes[0].loglog(r["particles"], r["rmse"], label=label, **look)
         if c is None:
             continue
         for ax, axis, key in ((axes[1], "particles", "seconds"), (axes[2], "dim", "seconds"),
                               (axes[3], "particles", "peak_bytes")):
             xs = [p["particles" if axis == "particles" else "dim"] for p in c[axis]["rows"]]
-            ax.loglog(xs, [p[key] for p in c[axis]["rows"]], "o-", label=row["row"])
+            ax.loglog(xs, [p[key] for p in c[axis]["rows"]], label=label, **look)
     m = np.array([100.0, 3000.0])
-    for slope, style in ((-0.5, "k--"), (-1 / 3, "k:")):
-        axes[0].loglog(m, 0.3 * (m / m[0]) ** slope, style, label=f"m^{slope:.2f} (paper)")
+    for slope, fmt in ((-0.5, "k--"), (-1 / 3, "k:")):
+        axes[0].loglog(m, 0.3 * (m / m[0]) ** slope, fmt, label=f"m^{slope:.2f} (paper)")
     axes[0].set(xlabel="m", ylabel=r"RMS error of $E[\theta_1]$", title="integral approximation (conjugate model)")
     axes[1].set(xlabel="m", ylabel="seconds per step", title="time per step against m")
     axes[2].set(xlabel="d", ylabel="seconds per step", title="time per step against d")
     axes[3].set(xlabel="m", ylabel="bytes", title="peak memory of a step against m")
-    for ax in axes:
-        ax.legend(fontsize=7)
     fig.tight_layout()
+    legend_outside(fig, axes)
     with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
+        fig.savefig(tmp, dpi=100, format="png", bbox_inches="tight")
     plt.close(fig)
 
 

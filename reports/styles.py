@@ -1,0 +1,132 @@
+"""Every method label's fixed look in the report figures (colour, line style, marker), and the
+one legend a figure draws outside its panels.
+
+A label's family gives its hue (:data:`FAMILIES`: PMD blue, VI orange, SGMCMC green, SMC red,
+particle VI purple, the bootstrap brown, SoD pink, Gibbs grey, the LDA peers olive, NPV cyan);
+its place ``k`` in its family's table gives the rest (:func:`Style.of`): a shade of the hue (darker
+or lighter, never another hue), a line style and a marker. So ``pmd`` and ``pmd_stream`` are both
+blue and told apart by dashes and markers, and a method looks the same in every figure. The
+table holds the workflow registry's method names (``workflow/methods.py``, the LDA peers'
+``baselines/peers/topic_models.py``) and the config labels of ``workflow/config/*.yaml``; every
+known label and its ``_tuned`` variant has a look no other known label has.
+
+* ``<label>_tuned`` (the tuning campaign's rows, ``workflow/tuning.py``): its label's colour and
+  marker, dotted (no untuned label is dotted).
+* A label not in the table (a user's own) takes the family of its longest known prefix
+  (``pmd_mine``: PMD) and a place past the family's table from a hash of its name; a label with no
+  known prefix, a hue of :data:`RESERVED` (no family's) and a place, both from the hash. The hash is
+  of the name's bytes (CRC-32), so the look is the same in every process.
+
+:func:`panel_styles` gives a figure's labels their looks: known labels keep theirs; an unknown one
+that would look like a label already placed moves to the next free place of its hue (deterministic:
+unknown labels are placed in sorted order after the known ones, whatever the figure's order).
+:func:`legend_outside` draws the figure's legend right of its panels (save with
+``bbox_inches="tight"``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+from matplotlib.colors import to_hex, to_rgb
+
+# family -> (hue, its labels in their fixed order: a label's place k picks its variant)
+FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "pmd": ("#1f77b4", ("pmd", "pmd_stream", "pmd_paper", "pmd_kde", "pmd_smooth", "pmd_neighbours",
+                        "pmd_harmonic", "pmd_m4", "pmd_gp", "pmd_lda")),
+    # gpjax_svgp at place 1 (dashed): it overlays SVI-GP (``svi``) in the sparse-GP figure
+    "vi": ("#ff7f0e", ("svi", "gpjax_svgp", "svi_hoffman", "numpyro_svi", "jj_svi", "svi_gp", "lda_svi")),
+    "sgmcmc": ("#2ca02c", ("sgld", "sgrld", "sgld_parallel", "lda_sgrld")),
+    "smc": ("#d62728", ("smc", "blackjax_tempered_smc", "blackjax_data_smc", "smc_gp", "lda_smc")),
+    "particle_vi": ("#9467bd", ("svgd", "opvi", "blackjax_svgd")),
+    "bootstrap": ("#8c564b", ("npl", "npl_full")),
+    "sod": ("#e377c2", ("sod",)),
+    "gibbs": ("#7f7f7f", ("gibbs", "pg_gibbs", "tomotopy", "tomotopy_gibbs")),
+    "lda_peers": ("#bcbd22", ("sklearn", "gensim", "sklearn_lda", "gensim_lda")),
+    "npv": ("#17becf", ("npv", "npv_full")),
+}
+RESERVED = ("#e6ab02", "#00796b", "#c51b8a", "#393b79")  # hues of labels with no known family
+LINESTYLES = ("-", "--", "-.")  # untuned labels; ``:`` is the tuned variants'
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*", "d", "H", "8")
+TUNED = "_tuned"
+SPREAD = 64  # places past a family's table an unknown label may hash to
+
+PLACE = {label: (hue, k) for hue, labels in FAMILIES.values() for k, label in enumerate(labels)}
+SIZE = {hue: len(labels) for hue, labels in FAMILIES.values()}
+
+
+def _shade(hue: str, k: int) -> str:
+    """The ``k``-th shade of ``hue``: mixed with black or white by up to 35% (``k = 0``: the hue
+    itself), stepping by the golden ratio so that neighbouring places differ."""
+    t = 0.7 * ((k * 0.6180339887 + 0.5) % 1.0 - 0.5)
+    rgb = np.asarray(to_rgb(hue))
+    return to_hex(rgb + t * (1.0 - rgb) if t > 0 else rgb * (1.0 + t))
+
+
+@dataclass(frozen=True)
+class Style:
+    """A method's look: ``color`` (hex), ``linestyle`` and ``marker``, from its hue, its place ``k``
+    and whether it is a tuned variant (:meth:`of`)."""
+
+    color: str
+    linestyle: str
+    marker: str
+
+    @classmethod
+    def of(cls, hue: str, k: int, tuned: bool) -> Style:
+        return cls(_shade(hue, k), ":" if tuned else LINESTYLES[k % len(LINESTYLES)], MARKERS[k % len(MARKERS)])
+
+    def line(self, every: float | None = 0.1) -> dict:
+        """Keyword arguments for ``Axes.plot``: the look, with markers ``every`` axes diagonal apart
+        (curves of many evaluations) or, with ``None``, at every point (a few measurements)."""
+        return {"color": self.color, "linestyle": self.linestyle, "marker": self.marker, "markersize": 4,
+                "markevery": every}
+
+
+def _base(label: str) -> tuple[str, bool]:
+    """``(label without its "_tuned", whether it had one)``."""
+    tuned = label.endswith(TUNED) and len(label) > len(TUNED)
+    return (label[: -len(TUNED)] if tuned else label), tuned
+
+
+def _place(label: str) -> tuple[str, int, bool]:
+    """``(hue, k, tuned)`` of a label (module docstring), before any move by :func:`panel_styles`."""
+    base, tuned = _base(label)
+    if base in PLACE:
+        return (*PLACE[base], tuned)
+    h = zlib.crc32(base.encode())
+    parts = base.split("_")
+    prefix = next((p for p in ("_".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)) if p in PLACE), None)
+    if prefix is not None:
+        hue = PLACE[prefix][0]
+        return hue, SIZE[hue] + h % SPREAD, tuned
+    return RESERVED[h % len(RESERVED)], (h // len(RESERVED)) % SPREAD, tuned
+
+
+def style(label: str) -> Style:
+    """The look of ``label`` alone (a figure with several labels: :func:`panel_styles`)."""
+    return Style.of(*_place(label))
+
+
+def panel_styles(labels: Iterable[str]) -> dict[str, Style]:
+    """The looks of one figure's labels, pairwise distinct (module docstring), in the given order."""
+    labels = list(dict.fromkeys(labels))
+    out = {label: style(label) for label in labels if _base(label)[0] in PLACE}
+    used = set(out.values())
+    for label in sorted(set(labels) - set(out)):
+        hue, k, tuned = _place(label)
+        while Style.of(hue, k, tuned) in used:
+            k += 1
+        out[label] = Style.of(hue, k, tuned)
+        used.add(out[label])
+    return {label: out[label] for label in labels}
+
+
+def legend_outside(fig, axes):
+    """One legend for ``fig``, right of its panels (it lies outside the figure's box: save with
+    ``bbox_inches="tight"``): every label drawn on ``axes`` once, in the order first drawn."""
+    handles = {label: h for ax in np.ravel(axes) for h, label in zip(*ax.get_legend_handles_labels())}
+    return fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
