@@ -1,5 +1,7 @@
-# pmd-bench: `snakemake --cores N` reproduces the paper's figures from workflow/config/default.yaml;
-# `--configfile workflow/config/paper.yaml` runs the paper's full settings.
+# pmd-bench: `snakemake --cores N` reproduces the paper's figures at smoke size from
+# workflow/config/default.yaml (about 15 minutes on 2 cores); `--configfile
+# workflow/config/standard.yaml` runs the former, larger default and `--configfile
+# workflow/config/paper.yaml` the paper's full settings.
 from snakemake.utils import validate
 
 # The default config applies only when none is given: Snakemake deep-merges config files, which

@@ -1,7 +1,7 @@
 """An experiment's repetitions batched into one vectorised program against the same repetitions run
 one after another, in one run (issue 16).
 
-Model and settings: the mixture experiment's default config (Welling-Teh, ``N = 1000``, batch 10,
+Model and settings: the mixture experiment of the standard config (Welling-Teh, ``N = 1000``, batch 10,
 2 passes = 200 steps, ``m = 300``), ``--seeds`` repetitions of each method. Sequential: ``pmd.run``
 once per seed, as one Snakemake job per seed does (each compiles its own program; the ~5 s of
 starting a Python process and importing JAX that a separate job adds are *not* counted, so the

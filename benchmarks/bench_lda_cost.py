@@ -2,7 +2,7 @@
 speed as a ratio to scikit-learn's and gensim's (the same algorithm) timed in the same run; and the
 extrapolated cost of the paper's run (150,000 documents, 5 passes) on this machine.
 
-Settings (Dai et al. 2016, H.4): ``K = 100``, ``α = 0.1``, ``β = 0.01``, batch 100, the default
+Settings (Dai et al. 2016, H.4): ``K = 100``, ``α = 0.1``, ``β = 0.01``, batch 100, the standard
 config's step sizes and sweeps. The corpus: a prepared corpus directory (``--corpus``, default
 ``results/data/wikipedia``, the 10,033 Wikipedia vital articles; ``results/data/lda-synth`` is the
 offline stand-in). Each JAX method is built with the corpus's ``D``, run for ``--steps`` steps

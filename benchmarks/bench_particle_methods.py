@@ -3,7 +3,7 @@ run, with two same-run ratios: NPL's replicates ``vmap``-ed against the same upd
 replicate after another (``parallel=False``, ``lax.map``), and our SVGD's step against
 ``blackjax.svgd``'s at the same settings (same particles and batches, so the same answers).
 
-Model: the Welling-Teh mixture (``N = 1000``, batch 10, ``m = 300`` as the default config). Each
+Model: the Welling-Teh mixture (``N = 1000``, batch 10, ``m = 300`` as the standard config). Each
 method is compiled and warmed up by ``--steps`` steps, then ``--steps`` steps are timed inside one
 jitted ``lax.scan`` (as :func:`pmd.run` does); evaluation is not included; medians of
 ``--rounds`` interleaved rounds. Run: ``python benchmarks/bench_particle_methods.py

@@ -3,7 +3,7 @@ against GPJax's SVGP, and the memory peak of the paper's settings, in one run.
 
 Settings: H.3.2's shape (``d = 90`` standardised features, batch 512, 16 particles for PMD and
 SMC) on random inputs (the cost does not depend on the values), ``M`` inducing inputs (default
-256, the default config's; H.3.2: ``--inducing 1024``), float64 as the experiment runs. Each method
+256, the standard config's; H.3.2: ``--inducing 1024``), float64 as the experiment runs. Each method
 is built, warmed up (compiled) by ``--steps`` steps, then timed over the next ``--steps`` steps
 inside one jitted ``lax.scan`` (as :func:`pmd.run` does; ``timed_scan`` of
 ``bench_logistic_cost.py``). SoD's work is its one solve (its first step), timed on its own.

@@ -179,7 +179,7 @@ def figure(results, threshold, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="workflow/config/default.yaml", help="its posteriordb section's methods and budget")
+    parser.add_argument("--config", default="workflow/config/standard.yaml", help="its posteriordb section's methods and budget")
     parser.add_argument("--logistic-data", default="results/mnist/data/mnist-6v8.npz")
     parser.add_argument("--logistic-reference", default="results/mnist/logistic/reference.npz")
     parser.add_argument("--prior-std", type=float, default=1.0)

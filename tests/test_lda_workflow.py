@@ -27,14 +27,14 @@ def _merge(base: dict, extra: dict) -> dict:
     return out
 
 
-@pytest.mark.parametrize("name", ["ci.yaml", "default.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["ci.yaml", "default.yaml", "standard.yaml", "paper.yaml"])
 def test_configs_have_a_valid_lda_section(name):
     cfg = config_mod.load(CONFIG_DIR / name)
     assert cfg["lda"]["figure5"]["method"] in cfg["lda"]["methods"]
 
 
-def test_grid_overlay_merges_into_the_default():
-    merged = _merge(yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text()),
+def test_grid_overlay_merges_into_the_standard_config():
+    merged = _merge(yaml.safe_load((CONFIG_DIR / "standard.yaml").read_text()),
                     yaml.safe_load((CONFIG_DIR / "lda_grid.yaml").read_text()))
     config_mod.validate(merged)
     assert set(merged["lda"]["grid"]["methods"]) <= set(merged["lda"]["methods"])
@@ -96,9 +96,10 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
 
 
 def test_peer_check_overlay_runs_the_peers_at_its_seeds():
-    """lda_peers.yaml over the default: one lda_run per peer-check label and seed, and the check's
-    table; the overlay keeps its own results folder (the default's resolved config is left alone)."""
-    files = [config_mod.DEFAULT_CONFIG, CONFIG_DIR / "lda_peers.yaml"]
+    """lda_peers.yaml over the standard config: one lda_run per peer-check label and seed, and the
+    check's table; the overlay keeps its own results folder (the standard run's resolved config is
+    left alone)."""
+    files = [CONFIG_DIR / "standard.yaml", CONFIG_DIR / "lda_peers.yaml"]
     merged = plan.merged_config(files)
     check = merged["lda"]["peer_check"]
     assert set(check["methods"]) <= set(merged["lda"]["methods"]) and merged["results_dir"] != "results"

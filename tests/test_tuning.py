@@ -106,8 +106,8 @@ def test_tuning_overlay_tunes_each_gridded_label_and_runs_it_beside_its_default(
 
     folder = config_mod.DEFAULT_CONFIG.parent
     overlay = yaml.safe_load((folder / "tuning.yaml").read_text())
-    default = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
-    jobs = plan.dry_run([config_mod.DEFAULT_CONFIG, folder / "tuning.yaml"])
+    default = yaml.safe_load((folder / "standard.yaml").read_text())  # the overlay's base
+    jobs = plan.dry_run([folder / "standard.yaml", folder / "tuning.yaml"])
     for experiment in ("mixture", "logistic"):
         labels = set(overlay[experiment]["tuning"]["grids"])
         assert labels <= set(default[experiment]["methods"])

@@ -185,8 +185,8 @@ def test_equal_cost_overlay_caps_every_method_at_one_budget():
     from pmd_bench.workflow.methods import split_spec
 
     folder = Path(config_mod.DEFAULT_CONFIG).parent
-    default = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
-    merged = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
+    default = yaml.safe_load((folder / "standard.yaml").read_text())  # the overlay's base
+    merged = yaml.safe_load((folder / "standard.yaml").read_text())
     update_config(merged, yaml.safe_load((folder / "equal_cost.yaml").read_text()))
     config_mod.validate(merged)
     for experiment in ("mixture", "logistic", "posteriordb"):

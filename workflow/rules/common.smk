@@ -1,5 +1,6 @@
 # Shared definitions: every rule's outputs that `rule all` collects, and the resolved config that
-# the `pmd-bench` CLI reads (Snakemake merges workflow/config/default.yaml with --configfile).
+# the `pmd-bench` CLI reads (the Snakefile's embedded default, workflow/config/default.yaml, when no
+# --configfile is given).
 import json
 import shlex
 import sys

