@@ -20,7 +20,7 @@ _DATA_SETTINGS = resolve_settings(_DATASETS_CONFIG)
 _DATA_CLI = " ".join(
     shlex.quote(part)
     for part in [
-        sys.executable, "-m", "datasets", "--data-dir", str(_DATA_SETTINGS.data_dir),
+        sys.executable, "-m", "pmd_bench.datasets", "--data-dir", str(_DATA_SETTINGS.data_dir),
         *(["--mirror", str(_DATA_SETTINGS.mirror)] if _DATA_SETTINGS.mirror else []),
     ]
 )
