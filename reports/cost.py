@@ -43,7 +43,7 @@ from pmd.runner import WORK  # noqa: E402
 
 from .posteriordb import GOAL  # noqa: E402
 from .resultfiles import atomic_path, load_npz, runs_by_group, runs_by_method  # noqa: E402
-from .styles import legend_outside, panel_styles  # noqa: E402
+from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
 
 PMD_LABEL = "pmd"
 COSTS = {
@@ -264,8 +264,7 @@ def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict
     for ax, (target, cost) in zip(axes.flat, panels):
         for method, runs in groups[target].items():
             x, y = _median_curve(runs, criterion.score, cost)
-            if len(x):
-                ax.plot(x, y, label=method, **styles[method].line())
+            plot_line(ax, x, y, styles[method], label=method)
         ax.axhline(thresholds[target], color="k", ls="--", lw=1, label="threshold")
         ax.set(xscale="log", xlabel=COSTS[cost] if cost != "work" else "work (evals + grad_evals)",
                title=target if len(groups) > 1 else cost)

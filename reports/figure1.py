@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
-from .styles import legend_outside, panel_styles  # noqa: E402
+from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
 
 PMD_LABEL = "pmd"
 
@@ -52,7 +52,7 @@ def _curve_panel(ax, runs_by, metric: str, floor_value: float | None, ylabel: st
     styles = panel_styles(runs_by)
     for label, runs in runs_by.items():
         visited, mean, std = curve_stats(runs, metric)
-        ax.plot(visited, mean, label=label, **styles[label].line())
+        plot_line(ax, visited, mean, styles[label], label=label)
         ax.fill_between(visited, mean - std, mean + std, color=styles[label].color, alpha=0.2)
     if floor_value is not None:
         ax.axhline(floor_value, color="k", ls="--", lw=1, label="exact draws")

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .figure1 import summarize  # noqa: E402
 from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
-from .styles import legend_outside, panel_styles  # noqa: E402
+from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
 
 PANELS = (
     ("test_error", "(1) test error", None),
@@ -39,7 +39,7 @@ def render(reference_path: str | Path, run_files: list[str | Path], out: str | P
         for label, runs in runs_by.items():
             visited, mean, std = curve_stats(runs, metric)
             keep = visited > 0
-            ax.plot(visited[keep], mean[keep], label=f"{label} ({len(runs)} runs)", **styles[label].line())
+            plot_line(ax, visited[keep], mean[keep], styles[label], label=f"{label} ({len(runs)} runs)")
             ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=styles[label].color,
                             alpha=0.2)
         if floor_key is not None:

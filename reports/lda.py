@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
                           runs_by_method)
-from .styles import legend_outside, panel_styles  # noqa: E402
+from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
 
 PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6 and Figure 2(3), Wikipedia, 150,000 documents, K = 100, 5 passes): "
                "PMD (one particle) reaches the best perplexity, \"significantly better than SGRLD and SVI\"; SMC "
@@ -56,7 +56,7 @@ def render_panel(run_files: list[str | Path], out: str | Path) -> dict:
     for label, runs in runs_by.items():
         visited, mean, std = curve_stats(runs, "log_perplexity")
         keep = visited > 0
-        ax.plot(visited[keep], mean[keep], label=f"{label} ({len(runs)} runs)", **styles[label].line())
+        plot_line(ax, visited[keep], mean[keep], styles[label], label=f"{label} ({len(runs)} runs)")
         ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=styles[label].color, alpha=0.2)
     ax.set(xscale="log", xlabel="documents visited", ylabel="held-out log-perplexity (H.4's per-family estimator)",
            title="(3) LDA: held-out log-perplexity (eq. 19)")

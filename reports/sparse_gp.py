@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
                           runs_by_group)
-from .styles import legend_outside, panel_styles  # noqa: E402
+from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
 from .table_logistic import _pm  # noqa: E402  (mean ± sd over seeds, as the logistic table writes it)
 
 PAPER_RMSE = 0.027
@@ -121,7 +121,7 @@ def _curves(ax, runs_by, metric, styles):
         x, m, s = visited[keep], mean[keep], std[keep]
         if len(np.unique(x)) == 1:  # stopped: its final value from there on
             x, m, s = np.array([x[0], end]), np.full(2, m[-1]), np.full(2, s[-1])
-        ax.plot(x, m, label=f"{label} ({len(runs_by[label])} runs)", **styles[label].line())
+        plot_line(ax, x, m, styles[label], label=f"{label} ({len(runs_by[label])} runs)")
         ax.fill_between(x, m - s, m + s, color=styles[label].color, alpha=0.2)
 
 

@@ -86,6 +86,16 @@ class Style:
                 "markevery": every}
 
 
+def plot_line(ax, x, y, style: Style, every: float | None = 0.1, **kw) -> None:
+    """``ax.plot(x, y)`` in ``style`` over the finite points only; nothing when none is finite (a
+    failed run's NaN curve). Markers spaced by a fraction of the axes (``every``) are computed by
+    matplotlib on the drawn path, which fails on a path with no vertices."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.any():
+        ax.plot(x[keep], y[keep], **style.line(every), **kw)
+
+
 def _base(label: str) -> tuple[str, bool]:
     """``(label without its "_tuned", whether it had one)``."""
     tuned = label.endswith(TUNED) and len(label) > len(TUNED)

@@ -171,3 +171,20 @@ def test_table1_and_rate_figures_draw_methods_in_their_looks_outside_the_panels(
     (tmp_path / "rate.json").write_text(json.dumps(rate))
     rate_report.render(tmp_path / "rate.json", tmp_path / "rate.png")
     assert outside_legend(shown[1], tmp_path / "rate.png").legend_handles[0].get_color() == styles.style("pmd").color
+
+
+def test_a_curve_with_no_finite_point_is_left_out_and_the_figure_still_saves(tmp_path):
+    """A failed run's curve (all NaN) or a cost of zero on a log axis used to crash matplotlib's
+    marker spacing (an empty drawn path); plot_line draws the finite points only, or nothing."""
+    import matplotlib.pyplot as plt
+
+    from pmd_bench.reports.styles import plot_line, style
+
+    fig, ax = plt.subplots()
+    plot_line(ax, [1.0, 2.0, 3.0], [np.nan, np.nan, np.nan], style("sgld"), label="sgld")
+    plot_line(ax, [0.0, 10.0, 100.0], [1.0, np.nan, 0.5], style("pmd"), label="pmd")
+    ax.set_xscale("log")
+    fig.savefig(tmp_path / "f.png")
+    plt.close(fig)
+    assert [line.get_label() for line in ax.get_lines()] == ["pmd"]
+    assert list(ax.get_lines()[0].get_xdata()) == [0.0, 100.0]
