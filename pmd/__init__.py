@@ -28,6 +28,16 @@ from .runner import RunResult, run, run_batched
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """``pmd.from_pymc`` (:mod:`pmd.pymc`), imported on first use so that ``import pmd`` never imports PyMC."""
+    if name == "from_pymc":
+        from .pymc import from_pymc
+
+        return from_pymc
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "PMD",
     "PMDState",
