@@ -97,8 +97,8 @@ def _quiet(fn: Callable) -> Callable:
 def _datum_axes(pm_model: Any, datum_axis: DatumAxis) -> dict[str, tuple[Any, int | None]]:
     """``{name: (variable, axis)}`` of the arrays split into data: observed values and ``pm.Data``.
 
-    An int (or ``None``) applies to every observed variable and to every ``pm.Data`` container whose
-    axis has the observed variables' length; a mapping names the axis of each array it splits (every
+    ``None`` takes every observed variable and ``pm.Data`` container whole; an int applies to every
+    observed variable and to every ``pm.Data`` container whose axis has the observed variables' length; a mapping names the axis of each array it splits (every
     observed variable must be in it; containers it leaves out are held fixed). Raises ``ValueError`` naming the array whose length disagrees.
     """
     observed = {}
@@ -121,7 +121,7 @@ def _datum_axes(pm_model: Any, datum_axis: DatumAxis) -> dict[str, tuple[Any, in
                              f"observed variables or pm.Data containers (unknown {unknown})")
         axes = {name: ({**observed, **containers}[name], axis) for name, axis in datum_axis.items()}
     elif datum_axis is None:
-        return {name: (var, None) for name, var in observed.items()}
+        return {name: (var, None) for name, var in {**observed, **containers}.items()}
     else:
         axes = {name: (var, datum_axis) for name, var in observed.items()}
         first = length(*next(iter(axes.values())))
