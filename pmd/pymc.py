@@ -20,11 +20,12 @@ What the pieces are (the paper's eq. 1 triple, Dai et al. 2016, on PyMC's value-
   model's order; ``model.layout`` records each one's name, slice and shape.
 * ``log_prior(θ)`` is ``pm_model.logp(vars=free_RVs, jacobian=True)``: the priors' densities on the
   unconstrained scale, each transform's log-Jacobian included.
-* ``log_likelihood(θ, row)`` is ``pm_model.logp(vars=observed_RVs)`` for one datum: the graph with
-  each observed variable resized (``change_dist_size``) to one datum: its value and the per-datum
-  ``pm.Data`` containers become inputs whose datum axis has length 1 (every other axis and every op
-  unchanged), evaluated at ``row`` (the datum axis re-inserted). ``data`` is the dict of those arrays, by name (an observed variable's name, or the
-  container's name when the observed values are a ``pm.Data``), datum axis moved first.
+* ``log_likelihood(θ, row)`` is ``pm_model.logp(vars=observed_RVs)`` for one datum: each observed
+  variable resized (``change_dist_size``) to one datum, its value and the per-datum ``pm.Data``
+  containers replaced by inputs whose datum axis has length 1 (every other axis and every op
+  unchanged), evaluated at ``row`` (the datum axis re-inserted). ``data`` is the dict of those
+  arrays by name (an observed variable's, or the container's when the observed values are a
+  ``pm.Data``), datum axis moved first.
   ``datum_axis=None`` takes a likelihood that does not factor (a time series) whole: each leaf of
   ``data`` gets a leading axis of length 1 and ``N = 1``.
 * ``sample_prior(key, n)`` draws the free variables by PyMC's own forward sampler (a PyTensor
@@ -98,8 +99,10 @@ def _datum_axes(pm_model: Any, datum_axis: DatumAxis) -> dict[str, tuple[Any, in
     """``{name: (variable, axis)}`` of the arrays split into data: observed values and ``pm.Data``.
 
     ``None`` takes every observed variable and ``pm.Data`` container whole; an int applies to every
-    observed variable and to every ``pm.Data`` container whose axis has the observed variables' length; a mapping names the axis of each array it splits (every
-    observed variable must be in it; containers it leaves out are held fixed). Raises ``ValueError`` naming the array whose length disagrees.
+    observed variable and to every ``pm.Data`` container whose axis has the observed variables'
+    length; a mapping names the axis of each array it splits (every observed variable must be in
+    it; containers it leaves out are held fixed). Raises ``ValueError`` naming the array whose
+    length disagrees.
     """
     observed = {}
     for rv in pm_model.observed_RVs:
