@@ -96,12 +96,17 @@ def documents_text() -> str:
     return "\n".join(path.read_text() for path in DOCUMENTS)
 
 
+def readme_python_blocks(readme: str) -> list[str]:
+    """The code of README.md's ```python blocks, in order: the example, then what continues it."""
+    found = re.findall(r"```python\n(.*?)```", readme, re.S)
+    if not found:
+        raise ValueError("README.md has no ```python block (its example)")
+    return found
+
+
 def readme_example(readme: str) -> str:
     """The code of README.md's example: its first ```python block."""
-    found = re.search(r"```python\n(.*?)```", readme, re.S)
-    if found is None:
-        raise ValueError("README.md has no ```python block (its example)")
-    return found.group(1)
+    return readme_python_blocks(readme)[0]
 
 
 def run_readme_example(out: Path, timeout: float = 600) -> str:

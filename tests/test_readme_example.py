@@ -49,3 +49,20 @@ def test_the_parser_reads_the_printed_table():
             "exact      [ 1.0023 -0.4919  0.2613]        [0.0111 0.0114 0.0112]\n")
     rows = parse(text)
     assert np.allclose(rows["PMD"][0], [1.0013, -0.4935, 0.2612]) and np.allclose(rows["exact"][1], [0.0111, 0.0114, 0.0112])
+
+
+@pytest.mark.slow
+def test_the_readme_pymc_snippet_continues_the_example(tmp_path):
+    """The README's second block (a PyMC model through ``pmd.from_pymc``) runs after the example, as
+    a reader pastes it, and prints the constrained posterior mean with every variable named."""
+    import subprocess
+    import sys
+
+    first, second = docs.readme_python_blocks(docs.README.read_text())[:2]
+    script = tmp_path / "readme_pymc.py"
+    script.write_text(first + "\n" + second)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env={**__import__("os").environ, "TQDM_DISABLE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert all(name in last for name in ("'beta'", "'sigma'", "'sigma_log__'")), last
