@@ -171,7 +171,9 @@ def workflow_plan(r: dict[str, Any]) -> str:
     rows = "\n".join(f"| {rule} | {v['jobs']:,} | {_duration(v['seconds'] / 3600)} | {_duration(v['fixed_s'] / 3600)} | "
                      f"{_duration(v['longest_s'] / 3600)} |" for rule, v in r["rules"].items())
     mirror = "with" if r.get("offline_mirror") else "without"
-    return (f"`snakemake --configfile {' '.join(r['configfiles']) or '(default)'}` ({mirror} the offline data "
+    # the command as a user types it: none of --configfile for the embedded default
+    command = " ".join(["snakemake"] + (["--configfile", *r["configfiles"]] if r["configfiles"] else []))
+    return (f"`{command}` ({mirror} the offline data "
             f"mirror): **{r['jobs']:,} jobs**; their "
             f"expected run times add up to {_duration(r['total_s'] / 3600)} of one core. On {r['cores']} single-threaded "
             f"job slots the workflow takes at most **{_duration(r['wall_s'] / 3600)}** (**extrapolated**, not a measured "

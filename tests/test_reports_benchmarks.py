@@ -115,3 +115,13 @@ def test_a_report_that_cannot_be_rendered_leaves_the_old_files(tmp_path):
     assert out.read_text() == "old" and not out.with_suffix(".md").exists()
     with pytest.raises(ValueError, match="give a .json path"):
         bench_report.write(tmp_path / "r.md", {}, bench_report.particle_methods)
+
+
+def test_a_plans_command_is_the_one_a_user_types():
+    """The plan's command runs as written: ``--configfile`` only when config files were named (the
+    embedded default takes none); it once read ``snakemake --configfile (default)``."""
+    plan = {"jobs": 1, "cores": 2, "total_s": 60.0, "fixed_s": 60.0, "longest_s": 60.0, "wall_s": 60.0,
+            "rules": {"rate": {"jobs": 1, "seconds": 60.0, "fixed_s": 60.0, "longest_s": 60.0}}}
+    assert bench_report.workflow_plan({**plan, "configfiles": []}).startswith("`snakemake` (")
+    assert bench_report.workflow_plan({**plan, "configfiles": ["workflow/config/standard.yaml"]}).startswith(
+        "`snakemake --configfile workflow/config/standard.yaml` (")
