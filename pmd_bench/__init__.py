@@ -6,7 +6,7 @@ installed pmd-bench adds exactly two import names, ``pmd`` (the library) and ``p
 harness), and never shadows Hugging Face's ``datasets`` or OpenAI's ``baselines``:
 
     from pmd_bench.baselines import SGLD, SVI        # the competitors, same init/step interface as pmd.PMD
-    from pmd_bench.datasets.registry import DATASETS # checksummed datasets (`pmd-bench-data list`)
+    from pmd_bench.datasets.registry import DATASETS # checksummed datasets (`pmd-bench data list`)
     from pmd_bench.workflow.cli import main          # the `pmd-bench` command
 """
 
