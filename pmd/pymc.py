@@ -35,6 +35,12 @@ What the pieces are (the paper's eq. 1 triple, Dai et al. 2016, on PyMC's value-
   to be).
 * ``model.constrain(θ)`` returns ``{name: value}`` for ``pm_model.unobserved_value_vars``: the value
   variables, the free variables on their constrained scale and the deterministics.
+* ``model.columns`` names the free variables' flattened constrained values, in ``free_RVs`` order
+  (``sigma``, ``beta[0]``, ``beta[0,1]``: C order, 0-based, the names of PyMC's and ArviZ's
+  ``InferenceData`` coordinates flattened); ``model.to_columns(θ)`` is ``θ (d,) -> (k,)`` in that
+  order and ``model.from_columns(values)`` its inverse, each variable's forward transform
+  (``log`` for a ``HalfNormal``, the interval's logit, with bounds that may depend on other free
+  variables). Reference draws of a posterior are compared on these columns.
 
 All graphs go through PyTensor's JAX backend (``pymc.sampling.jax.get_jaxified_graph``). Importing
 that module switches JAX to float64 for the whole process and forces XLA's host device count; both
@@ -65,10 +71,16 @@ class PyMCModel(Model):
     Args (beyond :class:`Model`'s):
         constrain: ``θ (d,) -> {name: array}``, ``pm_model.unobserved_value_vars`` at ``θ``.
         layout: ``((value variable name, slice of θ, shape), ...)`` in ``θ``'s order.
+        columns: the free variables' flattened constrained values' names (module docstring).
+        to_columns: ``θ (d,) -> (k,)``, the free variables at ``θ`` in :attr:`columns` order.
+        from_columns: ``(k,) -> θ (d,)``, the inverse of :attr:`to_columns`.
     """
 
     constrain: Callable[[Array], dict[str, Array]] | None = None
     layout: tuple[tuple[str, slice, tuple[int, ...]], ...] = ()
+    columns: tuple[str, ...] = ()
+    to_columns: Callable[[Array], Array] | None = None
+    from_columns: Callable[[Array], Array] | None = None
 
 
 def _jaxify() -> Callable:
@@ -240,6 +252,52 @@ def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = No
         values = constrain_fn(*unflatten(theta))
         return {var.name: jnp.asarray(v, jnp.float32) for var, v in zip(outputs, values)}
 
+    columns, to_columns, from_columns = _column_maps(pm_model, unflatten, get_jaxified_graph)
     model = PyMCModel(dim=dim, log_prior=log_prior, log_likelihood=log_likelihood, sample_prior=sample_prior,
-                      name=name or pm_model.name or "pymc", constrain=constrain, layout=tuple(layout))
+                      name=name or pm_model.name or "pymc", constrain=constrain, layout=tuple(layout),
+                      columns=columns, to_columns=to_columns, from_columns=from_columns)
     return model, data
+
+
+def _column_names(name: str, shape: tuple[int, ...]) -> list[str]:
+    """``name`` for a scalar, else ``name[i,j,...]`` for every index in C order, 0-based."""
+    if not shape:
+        return [name]
+    return [f"{name}[{','.join(map(str, index))}]" for index in np.ndindex(*shape)]
+
+
+def _column_maps(pm_model: Any, unflatten: Callable, get_jaxified_graph: Callable):
+    """``(columns, to_columns, from_columns)`` of :class:`PyMCModel` (module docstring).
+
+    ``from_columns`` applies each free variable's forward transform to its constrained value, the
+    transform's parameters (an interval's bounds) evaluated at the other constrained values; free
+    variables without a transform pass through.
+    """
+    from pytensor import clone_replace
+
+    free = pm_model.free_RVs
+    transforms = pm_model.rvs_to_transforms
+    to_fn = _quiet(get_jaxified_graph(inputs=pm_model.value_vars,
+                                      outputs=pm_model.replace_rvs_by_values(list(free))))
+    point = pm_model.initial_point()
+    shapes = [np.shape(v) for v in to_fn(*[point[var.name] for var in pm_model.value_vars])]
+    columns = [column for rv, shape in zip(free, shapes) for column in _column_names(rv.name, shape)]
+
+    def to_columns(theta: Array) -> Array:
+        return jnp.concatenate([jnp.ravel(jnp.asarray(v, jnp.float32)) for v in to_fn(*unflatten(theta))])
+
+    placeholders = [rv.type(name=rv.name) for rv in free]
+    to_placeholders = dict(zip(free, placeholders))
+    forward = [rv if transforms.get(rv) is None else transforms[rv].forward(rv, *rv.owner.inputs) for rv in free]
+    forward = clone_replace(forward, to_placeholders)
+    from_fn = _quiet(get_jaxified_graph(inputs=placeholders, outputs=forward))
+
+    def from_columns(values: Array) -> Array:
+        parts, start = [], 0
+        for shape in shapes:
+            size = int(np.prod(shape, dtype=int))
+            parts.append(jnp.reshape(values[start:start + size], shape))
+            start += size
+        return jnp.concatenate([jnp.ravel(jnp.asarray(v, jnp.float32)) for v in from_fn(*parts)])
+
+    return tuple(columns), to_columns, from_columns

@@ -145,3 +145,24 @@ def test_pmd_matches_nuts(converted):
     # sd is 1/√ESS: NUTS's 2000 draws (ESS ~ 1000-2000) contribute ~0.03, PMD's 300 weighted particles
     # (ESS ≥ 100 after resampling) ~0.1; 0.2 sd is twice the larger with room for PMD's KDE smoothing.
     assert np.all(errors < 0.2), errors
+
+
+def test_columns_round_trip_with_dependent_bounds():
+    """``to_columns``/``from_columns`` are inverse maps, bounds that depend on another free variable
+    included (``beta1 ~ U(0, 1 - alpha1)``, garch's constraint), and the columns are named in C order."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as pm_model:
+        alpha1 = pm.Uniform("alpha1", 0, 1)
+        beta1 = pm.Uniform("beta1", 0, 1 - alpha1)
+        beta = pm.Normal("beta", 0, 1, shape=(2, 2))
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("y", beta[0, 0] + alpha1 + beta1, sigma, observed=rng.normal(size=20))
+    model, _ = pmd.from_pymc(pm_model)
+    assert model.columns == ("alpha1", "beta1", "beta[0,0]", "beta[0,1]", "beta[1,0]", "beta[1,1]", "sigma")
+    for theta in model.sample_prior(jax.random.key(0), 5):
+        values = model.to_columns(theta)
+        constrained = model.constrain(theta)
+        assert 0 < values[1] < 1 - values[0]
+        np.testing.assert_allclose(values[2:6], np.ravel(constrained["beta"]))
+        np.testing.assert_allclose(values[6], constrained["sigma"])
+        np.testing.assert_allclose(model.from_columns(values), theta, atol=1e-5)
