@@ -1,4 +1,4 @@
-"""Shared test settings: CPU JAX, and small helpers for the statistical tests."""
+"""Shared test settings: CPU JAX, small helpers for the statistical tests, and the posteriordb mirror fixture."""
 
 import os
 
@@ -12,9 +12,13 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 import warnings  # noqa: E402  (after the environment above, which JAX reads at import)
+from pathlib import Path  # noqa: E402
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
+
+from pmd_bench.datasets.posteriordb import FILES  # noqa: E402
+from pmd_bench.datasets.settings import MIRROR_ENV, Settings  # noqa: E402
 
 # JAX's precision when the session starts (float32 unless JAX_ENABLE_X64 is set). Code under test
 # may switch float64 on for its whole process (the sparse-GP and logistic workflow steps do, as
@@ -33,3 +37,16 @@ def jax_precision_per_test(request):
         warnings.warn(f"{request.node.nodeid} left jax_enable_x64 = {jax.config.jax_enable_x64}; reset",
                       stacklevel=1)
         jax.config.update("jax_enable_x64", SESSION_X64)
+
+
+@pytest.fixture(scope="module")
+def posteriordb_settings(tmp_path_factory) -> Settings:
+    """Data settings that read posteriordb's files from the offline mirror named by PMD_BENCH_DATA_MIRROR
+    into a temporary data directory; skips the test, with the reason, when it is unset or lacks them."""
+    value = os.environ.get(MIRROR_ENV)
+    if not value:
+        pytest.skip(f"{MIRROR_ENV} is unset: no offline data mirror holding posteriordb's reference posteriors")
+    missing = [name for name in FILES if not (Path(value) / name).is_file()]
+    if missing:
+        pytest.skip(f"offline mirror {value} lacks {len(missing)} posteriordb files, e.g. {missing[0]}")
+    return Settings(data_dir=tmp_path_factory.mktemp("data"), mirror=Path(value))

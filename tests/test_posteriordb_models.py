@@ -30,9 +30,6 @@ most 0.1 standard error (measured, kilpisjarvi's sigma), well inside the toleran
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,8 +37,7 @@ import pytest
 from jax.scipy import stats
 
 from pmd_bench.datasets.errors import ChecksumError, DatasetError
-from pmd_bench.datasets.posteriordb import FILES
-from pmd_bench.datasets.settings import MIRROR_ENV, Settings
+from pmd_bench.datasets.settings import Settings
 from pmd.models.posteriordb import POSTERIORS, load_problem, reference_draws
 
 pytestmark = pytest.mark.needs_data
@@ -68,25 +64,14 @@ SHAPES = {
 
 
 @pytest.fixture(scope="module")
-def settings(tmp_path_factory) -> Settings:
-    value = os.environ.get(MIRROR_ENV)
-    if not value:
-        pytest.skip(f"{MIRROR_ENV} is unset: no offline data mirror holding posteriordb's reference posteriors")
-    missing = [name for name in FILES if not (Path(value) / name).is_file()]
-    if missing:
-        pytest.skip(f"offline mirror {value} lacks {len(missing)} posteriordb files, e.g. {missing[0]}")
-    return Settings(data_dir=tmp_path_factory.mktemp("data"), mirror=Path(value))
-
-
-@pytest.fixture(scope="module")
-def posterior(settings):
+def posterior(posteriordb_settings):
     """``name -> (problem, reference draws (chains, draws, k), the same unconstrained (chains, draws, d))``."""
     cache = {}
 
     def get(name: str):
         if name not in cache:
-            problem = load_problem(name, settings)
-            draws = reference_draws(problem, settings)
+            problem = load_problem(name, posteriordb_settings)
+            draws = reference_draws(problem, posteriordb_settings)
             theta = problem.unconstrain(draws.reshape(-1, draws.shape[-1]))
             cache[name] = (problem, draws, np.asarray(theta).reshape(*draws.shape[:2], -1))
         return cache[name]
@@ -214,17 +199,17 @@ def test_sample_prior_draws_from_log_prior(name, posterior):
     assert largest_z(model.log_prior, draws) < TOLERANCE
 
 
-def test_unknown_posterior_is_named(settings):
+def test_unknown_posterior_is_named(posteriordb_settings):
     with pytest.raises(DatasetError, match="no-such-posterior.*kidiq-kidscore_momiq"):
-        load_problem("no-such-posterior", settings)
+        load_problem("no-such-posterior", posteriordb_settings)
 
 
-def test_tampered_mirror_copy_is_named(settings, tmp_path):
+def test_tampered_mirror_copy_is_named(posteriordb_settings, tmp_path):
     """Data reach the models only through the verifying fetcher: a mirror copy with other bytes is refused."""
     description = "posteriordb/posterior_database/posteriors/eight_schools-eight_schools_noncentered.json"
     data = "posteriordb/posterior_database/data/data/eight_schools.json.zip"
     for name, tamper in ((description, False), (data, True)):
-        content = (settings.mirror / name).read_bytes()
+        content = (posteriordb_settings.mirror / name).read_bytes()
         (tmp_path / "mirror" / name).parent.mkdir(parents=True)
         (tmp_path / "mirror" / name).write_bytes(content[:-1] + bytes([content[-1] ^ 1]) if tamper else content)
     with pytest.raises(ChecksumError, match="eight_schools.json.zip"):
