@@ -64,9 +64,11 @@ Array = jax.Array
 DatumAxis = int | None | Mapping[str, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PyMCModel(Model):
     """A :class:`Model` made by :func:`from_pymc`, with the map back to PyMC's constrained scale.
+    Compared and hashed by identity (its ``layout`` holds slices, which do not hash), as a static
+    argument of ``jit`` must be.
 
     Args (beyond :class:`Model`'s):
         constrain: ``θ (d,) -> {name: array}``, ``pm_model.unobserved_value_vars`` at ``θ``.

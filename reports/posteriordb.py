@@ -37,6 +37,9 @@ FLOOR = "reference floor"
 ACCURACY = ("mean_error_max", "log_std_ratio_max")
 SOLVED = 0.25
 GOAL = (0.5, 0.3)  # (|mean error|, |log sd ratio|) on the i.i.d. posteriors
+# whose reference posteriors a table compares against: posteriordb's, or the custom experiment's
+# (a user's model files, workflow/experiments/custom.py), scored the same way
+TITLES = {"posteriordb": "posteriordb's reference posteriors", "custom": "the custom models' reference posteriors"}
 
 
 def _mean(values) -> float | None:
@@ -105,8 +108,9 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
 
 
-def tables(summary: dict) -> str:
-    """The Markdown text: the accuracy, wall-time and data-visited tables with the failures' reasons."""
+def tables(summary: dict, title: str = TITLES["posteriordb"]) -> str:
+    """The Markdown text: the accuracy, wall-time and data-visited tables with the failures' reasons,
+    against ``title``'s reference posteriors."""
     methods, posteriors = summary["methods"], summary["posteriors"]
     reasons: list[str] = []
 
@@ -148,7 +152,7 @@ def tables(summary: dict) -> str:
                for name, p in posteriors.items()]
     runs = max((c["runs"] for p in posteriors.values() for c in p["methods"].values()), default=0)
     lines = [
-        "# Methods against posteriordb's reference posteriors",
+        f"# Methods against {title}",
         "",
         _budget_line(summary) + f" {runs} seed(s) per cell; metrics are the mean over the seeds that succeeded. "
         f"Every method and the floor are scored from n = {_samples(posteriors)} draws of their own distribution "
@@ -172,7 +176,7 @@ def tables(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def heatmap(summary: dict, out: str | Path) -> None:
+def heatmap(summary: dict, out: str | Path, title: str = TITLES["posteriordb"]) -> None:
     """Posteriors × (floor, methods), colour = max |mean error| on a log scale, each cell annotated."""
     methods, posteriors = summary["methods"], summary["posteriors"]
     columns = [FLOOR, *methods]
@@ -200,21 +204,23 @@ def heatmap(summary: dict, out: str | Path) -> None:
     ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
     ax.set_yticks(range(len(posteriors)), list(posteriors))
     fig.colorbar(image, ax=ax, label="max |posterior-mean error| (reference sd)")
-    ax.set_title("Methods against posteriordb reference posteriors: worst-coordinate mean error")
+    ax.set_title(f"Methods against {title}: worst-coordinate mean error")
     fig.tight_layout()
     with atomic_path(out) as tmp:
         fig.savefig(tmp, dpi=110)
     plt.close(fig)
 
 
-def render(floor_files: list[str | Path], run_files: list[str | Path], out: str | Path, figure: str | Path) -> dict:
-    """Write the Markdown tables to ``out``, the JSON summary beside it and the heat map to ``figure``."""
+def render(floor_files: list[str | Path], run_files: list[str | Path], out: str | Path, figure: str | Path,
+           title: str = TITLES["posteriordb"]) -> dict:
+    """Write the Markdown tables to ``out``, the JSON summary beside it and the heat map to ``figure``
+    (``title``: whose reference posteriors, :data:`TITLES`)."""
     if not run_files:
         raise FileNotFoundError("no run files were given")
     summary = collect(floor_files, run_files)
     with atomic_path(out) as tmp:
-        tmp.write_text(tables(summary))
+        tmp.write_text(tables(summary, title))
     with atomic_path(Path(out).with_suffix(".json")) as tmp:
         tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
-    heatmap(summary, figure)
+    heatmap(summary, figure, title)
     return summary

@@ -17,6 +17,13 @@ The Snakemake rules call these verbs; they work the same by hand::
     pmd-bench report posteriordb --data results/posteriordb/floors/*.json \
         --runs results/posteriordb/runs/*/*/seed*.npz --out results/figures/table_posteriordb.md \
         --figure results/figures/posteriordb.png
+    pmd-bench reference custom --model linreg --out results/custom/linreg/reference.npz
+    pmd-bench floor custom --model linreg --reference results/custom/linreg/reference.npz \
+        --out results/custom/linreg/floor.json
+    pmd-bench run custom --model linreg --method pmd --seed 0 --reference results/custom/linreg/reference.npz \
+        --out results/custom/linreg/runs/pmd/seed0.npz
+    pmd-bench report custom --data results/custom/linreg/floor.json --runs results/custom/linreg/runs/*/seed*.npz \
+        --out results/custom/linreg/table.md --figure results/custom/linreg/heatmap.png
     pmd-bench run lda --method pmd --seed 0 --data results/data/lda-synth --out results/lda/runs/pmd/seed0.npz
     pmd-bench report lda --data results/data/lda-synth --runs results/lda/runs/*/seed*.npz \
         --out results/figures/table_lda.md --figure results/figures/figure2_lda.png
@@ -53,7 +60,7 @@ from . import config as config_mod
 
 # Experiment name -> its module under workflow/experiments/, imported on first use, so `pmd-bench --help`,
 # `--version` and `pmd-bench data` start without JAX, MLflow and the peers' libraries.
-EXPERIMENT_NAMES = ("mixture", "logistic", "posteriordb", "sparse_gp", "lda")
+EXPERIMENT_NAMES = ("mixture", "logistic", "posteriordb", "sparse_gp", "lda", "custom")
 # the experiments whose `make-data` simulates data and its exact posterior (tests/test_cli_edges.py checks it)
 MAKES_DATA = ("mixture", "sparse_gp")
 
@@ -110,11 +117,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="one seed, or several (mixture, logistic) run as one vectorised program, one --out each")
     p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
+    p.add_argument("--model", help="a model name of the config's custom.models (custom)")
     p.add_argument("--out", nargs="+", required=True)
     p.add_argument("--params", help="JSON object replacing the method's config entry")
     p.add_argument("--tuning", help="a `pmd-bench tune` result: its chosen settings override the entry's, and the "
                                     "result file records the tuning (grid, choice, cost)")
-    p.add_argument("--reference", help="reference posterior draws to score against (logistic); the truth file (sparse_gp)")
+    p.add_argument("--reference", help="reference posterior draws to score against (logistic, custom); the truth file "
+                                       "(sparse_gp)")
     p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
 
     p = verb("tune", help="choose a method's settings from its config grid by held-out log predictive density "
@@ -126,14 +135,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the tuning's JSON: every point's scores, the choice, its cost")
 
     p = verb("reference", help="NUTS reference posterior of an experiment (own process: float64)")
-    p.add_argument("experiment", choices=["logistic", "sparse_gp"])
+    p.add_argument("experiment", choices=["logistic", "sparse_gp", "custom"])
     p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
-    p.add_argument("--data", required=True, help="the prepared classification file")
+    p.add_argument("--model", help="a model name of the config's custom.models (custom)")
+    p.add_argument("--data", help="the prepared classification file (logistic, sparse_gp)")
     p.add_argument("--out", required=True)
 
-    p = verb("floor", help="score a held-out reference chain against the others (posteriordb)")
-    p.add_argument("experiment", choices=["posteriordb"])
-    p.add_argument("--posterior", required=True)
+    p = verb("floor", help="score a held-out reference chain against the others (posteriordb, custom)")
+    p.add_argument("experiment", choices=["posteriordb", "custom"])
+    p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
+    p.add_argument("--model", help="a model name of the config's custom.models (custom)")
+    p.add_argument("--reference", help="the model's reference draws (custom: `pmd-bench reference custom`'s file)")
     p.add_argument("--out", required=True, help="the floor of every distance (.json)")
 
     p = verb("rate", help="measure Theorem 5's O(m^-1/2) rate on the conjugate model")
@@ -142,13 +154,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="result JSON; a .png plot goes beside it")
 
     p = verb("report", help="render a figure or table from result files")
-    p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "figure4", "sparse-gp",
-                                     "lda", "figure5", "lda-grid", "cost"])
+    p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "custom", "figure4",
+                                     "sparse-gp", "lda", "figure5", "lda-grid", "cost"])
     p.add_argument("--data", nargs="+", help="the experiment's data file (figure1), reference (logistic) or floor "
-                                             "files (posteriordb); cost: the data file holding the floor (mixture)")
+                                             "files (posteriordb, custom); cost: the data file holding the floor "
+                                             "(mixture)")
     p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
     p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
-    p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb); the figure (.png) of the table "
+    p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb, custom); the figure (.png) of the table "
                                     "(sparse-gp, lda, cost)")
     p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost: the experiment whose runs are compared")
 
@@ -246,6 +259,16 @@ def _record_tuning(out: str, tuned: dict) -> None:
     arrays, meta = load_npz(out)
     meta["tuning"] = {k: tuned[k] for k in ("grid", "chosen", "seconds", "evals", "grad_evals", "fraction", "seeds")}
     save_npz(out, arrays, meta)
+
+
+def _custom_section(cfg: dict, model: str | None, verb: str) -> dict:
+    """The config's ``custom`` section, checked to name ``model``."""
+    if not model:
+        raise ValueError(f"{verb} custom needs --model (a name of the config's custom.models)")
+    if "custom" not in cfg or model not in cfg["custom"]["models"]:
+        known = ", ".join(cfg.get("custom", {}).get("models", {})) or "none"
+        raise ValueError(f"model {model!r} is not in the config's custom.models (known: {known})")
+    return cfg["custom"]
 
 
 def _params(text: str | None, option: str = "--params") -> dict | None:
@@ -402,7 +425,13 @@ def main(argv: list[str] | None = None) -> int:
                       f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping")
                 return 0
             (args.seed,), (args.out,) = args.seed, args.out
-            if args.experiment == "posteriordb":
+            if args.experiment == "custom":
+                if not (args.model and args.reference):
+                    raise ValueError("run custom needs --model (a name of the config's custom.models) and --reference "
+                                     "(its reference draws: `pmd-bench reference custom`)")
+                meta = EXPERIMENTS["custom"].run_one(section, args.method, args.model, args.seed, args.reference,
+                                                     args.out, uri, _experiment_name(cfg, args.experiment), params)
+            elif args.experiment == "posteriordb":
                 if not args.posterior:
                     raise ValueError("run posteriordb needs --posterior (one of its config's posteriordb.posteriors)")
                 meta = posteriordb.run_one(section, args.method, args.posterior, args.seed, args.out, uri,
@@ -451,11 +480,25 @@ def main(argv: list[str] | None = None) -> int:
             meta = sparse_gp.make_truth(cfg["sparse_gp"], args.problem, args.data, args.out, uri,
                                         _experiment_name(cfg, "sparse_gp"))
             print(json.dumps(meta.get("exact", {}), indent=1))
+        elif args.verb == "reference" and args.experiment == "custom":
+            section = _custom_section(cfg, args.model, "reference")
+            meta = EXPERIMENTS["custom"].make_reference(section, args.model, args.out)
+            print(json.dumps({"source": meta["source"], "diagnostics": meta["diagnostics"]}, indent=1))
         elif args.verb == "reference":
+            if not args.data:
+                raise ValueError(f"reference {args.experiment} needs --data (the prepared data file)")
             meta = logistic.make_reference(cfg[args.experiment], args.data, args.out, uri,
                                            _experiment_name(cfg, args.experiment))
             print(json.dumps({"diagnostics": meta["diagnostics"], "floor": meta["floor"]}, indent=1))
+        elif args.verb == "floor" and args.experiment == "custom":
+            section = _custom_section(cfg, args.model, "floor")
+            if not args.reference:
+                raise ValueError("floor custom needs --reference (the model's reference draws)")
+            floor = EXPERIMENTS["custom"].make_floor(section, args.model, args.reference, args.out)
+            print(json.dumps(floor["floor"], indent=1))
         elif args.verb == "floor":
+            if not args.posterior:
+                raise ValueError("floor posteriordb needs --posterior")
             floor = posteriordb.make_floor(args.posterior, args.out, cfg["posteriordb"]["eval_samples"],
                                           resolve_settings(cfg["datasets"]))
             print(json.dumps(floor["floor"], indent=1))
@@ -498,12 +541,12 @@ def main(argv: list[str] | None = None) -> int:
             from pmd_bench.reports import figure4
 
             figure4.render(args.data, args.runs, args.out)
-        elif args.verb == "report" and args.what == "posteriordb":
+        elif args.verb == "report" and args.what in ("posteriordb", "custom"):
             from pmd_bench.reports import posteriordb as posteriordb_report
 
-            if not args.figure:
-                raise ValueError("report posteriordb needs --figure (the heat map's .png)")
-            posteriordb_report.render(args.data, args.runs, args.out, args.figure)
+            if not (args.figure and args.data):
+                raise ValueError(f"report {args.what} needs --data (the floor files) and --figure (the heat map's .png)")
+            posteriordb_report.render(args.data, args.runs, args.out, args.figure, posteriordb_report.TITLES[args.what])
         elif args.verb == "report" and len(args.data) != 1:
             raise ValueError(f"report {args.what} takes one --data file, got {len(args.data)}")
         elif args.verb == "report" and args.what == "figure1":

@@ -79,6 +79,8 @@ ANCHORS: dict[str, Anchor] = {
     "lda_peer_check": Anchor(41, FIGURE_MB, source="as lda_figures: the same table and panel, of more runs"),
     "lda_grid_table": Anchor(9, FIGURE_MB, source="9 s, lda_grid config"),
     "posteriordb_report": Anchor(7, FIGURE_MB, source="7 s, default config"),
+    "custom_report": Anchor(7, FIGURE_MB, source="as posteriordb_report"),
+    "custom_model_report": Anchor(15, FIGURE_MB, source="as posteriordb_report and cost_report, one after the other"),
     "cost_report": Anchor(8, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
                           "(2026-11-26)"),
     "tune": Anchor(180, RUN_MB, source="not yet measured at a config's size: (grid points × tuning seeds) runs "
@@ -105,6 +107,9 @@ ANCHORS: dict[str, Anchor] = {
         "metric: LAPLACE_NUTS_COST, 5.6 GB resident at 1,588,815 rows"),
     "sparse_gp_truth": Anchor(120, RUN_MB, source="120 s, the exact GP on gp1d's 2,048 points (loaded)"),
     "posteriordb_floor": Anchor(14, RUN_MB, source="14 s, default config"),
+    "custom_floor": Anchor(30, RUN_MB, source="as posteriordb_floor, plus converting the PyMC model (not measured)"),
+    "custom_reference": Anchor(300, RUN_MB, source="not measured on a user's model: NUTS on a small PyMC model, "
+                               "charged 5 min"),
     # --- Table 1 and Theorem 5 (sizes fixed by their sections, the same in default and paper) ---
     "rate": Anchor(133, RUN_MB, work="rate", rate_s=133 / (4400 * 100),
                    source="133 s at 4,400 particles × 100 seeds (default config)"),
@@ -138,6 +143,9 @@ ANCHORS: dict[str, Anchor] = {
     "posteriordb_run": Anchor(
         358, RUN_MB, work="posteriordb", rate_s=358 / (1000 * 500),
         source="358 s: pmd at 1,000 particles × 500 steps (ci config, the slowest of 133)"),
+    "custom_run": Anchor(
+        358, RUN_MB, work="custom", rate_s=358 / (1000 * 500),
+        source="as posteriordb_run (the same budget rule and methods on a user's model; not measured apart)"),
 }
 
 # Training rows (documents for a corpus) of each dataset, where the config's options do not give
@@ -242,10 +250,12 @@ def _nuts(config, wc):
     return cost * _logistic_rows(config, wc) * ref["chains"] * (ref["draws"] + ref["tune"])
 
 
-def _posteriordb(config, wc):
-    section = config["posteriordb"]
-    method = _method(section, wc["method"])
-    return max(1, method.get("num_particles", 1)) * section["num_passes"] * section["steps_per_pass"]
+def _reference_draws_work(section: str):
+    """particles × steps of the posteriordb budget rule, in the config's ``section`` (posteriordb, custom)."""
+    def work(config, wc):
+        method = _method(config[section], wc["method"])
+        return max(1, method.get("num_particles", 1)) * config[section]["num_passes"] * config[section]["steps_per_pass"]
+    return work
 
 
 def _rate(config, wc):
@@ -264,7 +274,8 @@ WORK: dict[str, Callable[[Mapping, Mapping], float]] = {
     "lda": lambda config, wc: _lda_work(config, wc, config["lda"]["num_passes"]),
     "lda_grid": lambda config, wc: _lda_work(config, wc, config["lda"]["grid"]["num_passes"]),
     "nuts": _nuts,
-    "posteriordb": _posteriordb,
+    "posteriordb": _reference_draws_work("posteriordb"),
+    "custom": _reference_draws_work("custom"),
     "rate": _rate,
     "standin": _standin,
 }

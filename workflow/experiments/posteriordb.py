@@ -143,12 +143,23 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
     :func:`datasets.settings.resolve_settings`). A failed run still writes ``out`` (``meta["status"]``
     ``"failed"`` and ``meta["error"]``; module docstring).
     """
-    t0 = time.perf_counter()
     if params is None and label not in cfg["methods"]:
         raise ValueError(f"posteriordb: method {label!r} is not in the config's posteriordb.methods "
                          f"({', '.join(cfg['methods'])})")
     problem = load_problem(posterior, data_settings)
-    reference = SampleReference(reference_draws(problem, data_settings).reshape(-1, len(problem.columns)))
+    draws = reference_draws(problem, data_settings)
+    return run_problem(cfg, label, problem, draws, seed, out, uri, experiment, params, EXPERIMENT)
+
+
+def run_problem(cfg: dict, label: str, problem: PosteriordbProblem, draws: np.ndarray, seed: int,
+                out: str | Path, uri: str, experiment: str, params: dict[str, Any] | None, tag: str) -> dict:
+    """:func:`run_one` on a built ``problem`` scored against its reference ``draws`` ``(chains, draws,
+    k)`` (columns in ``problem.columns`` order): the budget rule, the scorer, the result file and the
+    MLflow run (tagged ``experiment=tag``, ``posterior=problem.name``) of every experiment that
+    compares methods against reference draws (this one and :mod:`.custom`)."""
+    t0 = time.perf_counter()
+    posterior = problem.name
+    reference = SampleReference(np.asarray(draws).reshape(-1, len(problem.columns)))
     num_data = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
     spec, settings = budget(cfg, label, cfg["methods"][label] if params is None else params, num_data)
     try:
@@ -159,7 +170,7 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
                   "dim": problem.model.dim, "eval_samples": cfg["eval_samples"], **settings,
                   **{f"method.{k}": v for k, v in spec.items()}}
     evaluate = Scorer(problem, reference, cfg["eval_samples"])
-    tags = {"experiment": EXPERIMENT, "posterior": posterior}
+    tags = {"experiment": tag, "posterior": posterior}
     with tracked_run(uri, experiment, f"{label}-{posterior}-seed{seed}", run_params, tags) as logger:
         try:
             if start_failure is not None:
@@ -191,9 +202,14 @@ def make_floor(posterior: str, out: str | Path, num_samples: int, data_settings:
     "num_data", "iid", "dim"}``: the floor is what that many held-out reference draws score.
     """
     problem = load_problem(posterior, data_settings)
-    draws = reference_draws(problem, data_settings)
+    return floor_of(problem, reference_draws(problem, data_settings), out, num_samples, seed)
+
+
+def floor_of(problem: PosteriordbProblem, draws: np.ndarray, out: str | Path, num_samples: int,
+             seed: int = 0) -> dict:
+    """:func:`make_floor` of a built ``problem`` and its reference ``draws`` ``(chains, draws, k)``."""
     floor = reference_floor(draws, num_samples, jax.random.key(seed))
-    summary = {"posterior": posterior, "floor": floor, "floor_samples": int(num_samples),
+    summary = {"posterior": problem.name, "floor": floor, "floor_samples": int(num_samples),
                "chains": int(draws.shape[0]), "draws": int(draws.shape[1]),
                "columns": list(problem.columns), "iid": problem.iid, "dim": problem.model.dim,
                "num_data": int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])}

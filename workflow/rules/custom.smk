@@ -1,0 +1,127 @@
+# Bring your own model (workflow/experiments/custom.py): every model file named in the config's
+# custom.models -> its reference draws (the file's own, else NUTS behind the convergence gate) ->
+# its floor -> one job per method and seed -> its own tables, heat map and cost-to-threshold table
+# under results/custom/<name>/, and one table and cost report of all the models in figures/.
+# One model's results alone:
+#   snakemake --cores 2 results/custom/<name>/table.md results/custom/<name>/cost.md
+# A model file is an input of its jobs: editing it reruns them.
+import re
+
+# a model set to null (an overlay config's way to leave out one of the base config's) is left out
+CUSTOM_MODELS = {
+    name: entry if isinstance(entry, str) else entry["file"]
+    for name, entry in config.get("custom", {}).get("models", {}).items()
+    if entry is not None
+}
+
+if CUSTOM_MODELS:
+    CUSTOM_DIR = f"{RESULTS}/custom"
+    CUSTOM_METHODS = list(config["custom"]["methods"])
+    CUSTOM_SEEDS = list(range(config["custom"]["seeds"]))
+    CUSTOM_NAME = "|".join(map(re.escape, CUSTOM_MODELS))
+    TABLE_CUSTOM = f"{RESULTS}/figures/table_custom.md"
+    FIGURE_CUSTOM = f"{RESULTS}/figures/custom.png"
+
+    def custom_runs(name):
+        return expand(f"{CUSTOM_DIR}/{name}/runs/{{method}}/seed{{seed}}.npz", method=CUSTOM_METHODS,
+                      seed=CUSTOM_SEEDS)
+
+    CUSTOM_RUNS = [run for name in CUSTOM_MODELS for run in custom_runs(name)]
+    CUSTOM_FLOORS = [f"{CUSTOM_DIR}/{name}/floor.json" for name in CUSTOM_MODELS]
+    COST_INPUTS["custom"] = {"runs": CUSTOM_RUNS}
+    ALL_TARGETS.extend([TABLE_CUSTOM, FIGURE_CUSTOM])
+    ALL_TARGETS.extend(f"{CUSTOM_DIR}/{name}/{what}" for name in CUSTOM_MODELS for what in ("table.md", "cost.md"))
+
+    rule custom_reference:
+        input:
+            config=RESOLVED_CONFIG,
+            model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
+        output:
+            f"{CUSTOM_DIR}/{{name}}/reference.npz",
+        wildcard_constraints:
+            name=CUSTOM_NAME,
+        log:
+            f"{RESULTS}/logs/custom/{{name}}-reference.log",
+        threads: 1
+        resources:
+            **job_resources("custom_reference", config),
+        shell:
+            PMD_BENCH + " --config {input.config} reference custom --model {wildcards.name} --out {output} > {log} 2>&1"
+
+    rule custom_floor:
+        input:
+            config=RESOLVED_CONFIG,
+            model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
+            reference=f"{CUSTOM_DIR}/{{name}}/reference.npz",
+        output:
+            f"{CUSTOM_DIR}/{{name}}/floor.json",
+        wildcard_constraints:
+            name=CUSTOM_NAME,
+        log:
+            f"{RESULTS}/logs/custom/{{name}}-floor.log",
+        threads: 1
+        resources:
+            **job_resources("custom_floor", config),
+        shell:
+            PMD_BENCH + " --config {input.config} floor custom --model {wildcards.name}"
+            + " --reference {input.reference} --out {output} > {log} 2>&1"
+
+    rule custom_run:
+        input:
+            config=RESOLVED_CONFIG,
+            store=f"{RESULTS}/.tracking-store",
+            model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
+            reference=f"{CUSTOM_DIR}/{{name}}/reference.npz",
+        output:
+            f"{CUSTOM_DIR}/{{name}}/runs/{{method}}/seed{{seed}}.npz",
+        wildcard_constraints:
+            name=CUSTOM_NAME,
+            method="|".join(map(re.escape, CUSTOM_METHODS)),
+            seed=r"\d+",
+        log:
+            f"{RESULTS}/logs/custom/{{name}}-{{method}}-seed{{seed}}.log",
+        threads: 1
+        resources:
+            **job_resources("custom_run", config),
+        shell:
+            PMD_BENCH + " --config {input.config} run custom --model {wildcards.name} --method {wildcards.method}"
+            + " --seed {wildcards.seed} --reference {input.reference} --out {output} > {log} 2>&1"
+
+    rule custom_model_report:
+        input:
+            floor=f"{CUSTOM_DIR}/{{name}}/floor.json",
+            runs=lambda wildcards: custom_runs(wildcards.name),
+        output:
+            table=f"{CUSTOM_DIR}/{{name}}/table.md",
+            summary=f"{CUSTOM_DIR}/{{name}}/table.json",
+            figure=f"{CUSTOM_DIR}/{{name}}/heatmap.png",
+            cost=f"{CUSTOM_DIR}/{{name}}/cost.md",
+            cost_figure=f"{CUSTOM_DIR}/{{name}}/cost.png",
+        wildcard_constraints:
+            name=CUSTOM_NAME,
+        log:
+            f"{RESULTS}/logs/custom/{{name}}-report.log",
+        threads: 1
+        resources:
+            **job_resources("custom_model_report", config),
+        shell:
+            "(" + PMD_BENCH + " report custom --data {input.floor} --runs {input.runs} --out {output.table}"
+            + " --figure {output.figure} && " + PMD_BENCH + " report cost --experiment custom --runs {input.runs}"
+            + " --out {output.cost} --figure {output.cost_figure}) > {log} 2>&1"
+
+    rule custom_report:
+        input:
+            floors=CUSTOM_FLOORS,
+            runs=CUSTOM_RUNS,
+        output:
+            table=TABLE_CUSTOM,
+            summary=f"{RESULTS}/figures/table_custom.json",
+            figure=FIGURE_CUSTOM,
+        log:
+            f"{RESULTS}/logs/custom_report.log",
+        threads: 1
+        resources:
+            **job_resources("custom_report", config),
+        shell:
+            PMD_BENCH + " report custom --data {input.floors} --runs {input.runs} --out {output.table}"
+            + " --figure {output.figure} > {log} 2>&1"
