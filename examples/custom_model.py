@@ -18,7 +18,7 @@ and name the file in a config's ``custom.models`` (README, "Add your own model")
 import numpy as np
 import pymc as pm
 
-datum_axis = 0
+datum_axis = 0  # one datum = one row of every observed variable (None: the whole data set, as a time series)
 
 
 def model() -> pm.Model:

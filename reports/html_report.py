@@ -47,6 +47,10 @@ EXPERIMENTS = [
      "Not in the paper: a test of the claim that PMD is a black-box method (Table 1) on 12 posteriors with "
      "reference draws.",
      ["table_posteriordb.md", "posteriordb.png", "cost_posteriordb.md", "cost_posteriordb.png"]),
+    ("custom", "Your own models (not in the paper)",
+     "Not in the paper: every method on the PyMC models named in the config's custom.models, scored as on "
+     "posteriordb against reference draws (the model file's, else NUTS behind the convergence gate).",
+     ["table_custom.md", "custom.png", "cost_custom.md", "cost_custom.png"]),
     ("sparse_gp", "Sparse Gaussian processes (section 6, Figure 2(2), Figure 4; F.1, H.3)",
      "Section 6: on YearPredictionMSD PMD has the best RMSE (0.027), significantly better than one-pass SMC and "
      "SVI; Figure 4: PMD's predictive approaches the truth within 80 iterations.",

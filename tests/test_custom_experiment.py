@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from cli_helpers import cli_workspace
 from mlflow.tracking import MlflowClient
 
 from pmd_bench.reports.posteriordb import GOAL
@@ -131,14 +132,15 @@ def example_run(tmp_path_factory):
                          methods={"pmd": {"num_particles": 200},
                                   # Langevin steps of size 1e6 throw the chain to infinity: a failed cell
                                   "sgld_diverges": {"method": "sgld", "num_particles": 4, "burn_in": 2, "a": 1e6}})
-    config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(cfg))
-    uri = f"sqlite:///{root / 'mlruns.db'}"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MLFLOW_TRACKING_URI", uri)
-    mp.chdir(root)
+    with cli_workspace(root, cfg) as (config, uri):
+        run_example_verbs(root, config, uri)
+        yield root, uri
+
+
+def run_example_verbs(root: Path, config: Path, uri: str) -> None:
+    """``reference``, ``floor``, ``run`` (pmd, sgld_diverges), ``report custom`` and ``report cost``
+    on the model ``robust``, as the rules call them, writing under ``root``."""
     base = ["--config", str(config)]
-    assert cli.main([*base, "init-store"]) == 0
     ref = root / "reference.npz"
     # float64 NUTS: its own process, as the rule runs it
     done = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", *base, "reference", "custom", "--model",
@@ -156,8 +158,6 @@ def example_run(tmp_path_factory):
                      "--out", str(root / "table.md"), "--figure", str(root / "heatmap.png")]) == 0
     assert cli.main(["report", "cost", "--experiment", "custom", "--runs", *map(str, runs),
                      "--out", str(root / "cost.md"), "--figure", str(root / "cost.png")]) == 0
-    yield root, uri
-    mp.undo()
 
 
 def test_the_example_model_file_runs_end_to_end(example_run):
@@ -207,3 +207,29 @@ def test_snakemake_runs_every_method_on_every_named_model(tmp_path):
     jobs = _dry_run(tmp_path, {"a": str(EXAMPLE), "b": {"file": str(EXAMPLE)}, "left_out": None})
     assert jobs == {"custom_reference": 2, "custom_floor": 2, "custom_run": 2 * methods, "custom_model_report": 2,
                     "custom_report": 1}
+
+
+def test_the_readmes_model_file_is_the_example_file():
+    """README.md shows examples/custom_model.py's code (the file the tests and the default run)."""
+    from pmd_bench.reports import docs
+
+    blocks = [b for b in docs.readme_python_blocks(docs.README.read_text()) if "def model()" in b]
+    code = EXAMPLE.read_text().split('"""', 2)[2].strip()
+    assert [b.strip() for b in blocks] == [code]
+
+
+def test_the_agreement_table_pairs_cells_and_counts_verdicts():
+    from pmd_bench.reports import agreement
+
+    def summary(pmd_error, svi_error):
+        floor = {"mean_error_max": 0.06, "log_std_ratio_max": 0.03}
+        cells = {"pmd": {"mean_error_max": pmd_error, "log_std_ratio_max": 0.05},
+                 "svi": {"mean_error_max": svi_error, "log_std_ratio_max": 0.1}}
+        return {"methods": ["pmd", "svi"], "posteriors": {"kidiq": {"floor": floor, "methods": cells}}}
+
+    text = agreement.compare(summary(0.10, 0.2), summary(0.14, 3.0))
+    assert "| kidiq | 0.06 / 0.06 | 0.14 / 0.1 | 3 / 0.2 |" in text  # JAX (posteriordb) first
+    assert "in **1 of 2** cells" in text
+    assert "the largest difference of max |mean error| is 0.04 reference sd (pmd on kidiq)" in text
+    with pytest.raises(ValueError, match="share no posterior"):
+        agreement.compare(summary(0.1, 0.2), {"methods": [], "posteriors": {"other": {}}})

@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import pytest
 import yaml
+from cli_helpers import cli_workspace
 from mlflow.tracking import MlflowClient
 
 from pmd_bench.datasets.settings import MIRROR_ENV
@@ -62,15 +63,8 @@ def workspace(tmp_path_factory):
         # Langevin steps of size 1e6 throw the chain to infinity: a run recorded as failed
         "sgld_diverges": {"method": "sgld", "num_particles": 4, "burn_in": 2, "a": 1e6},
     })
-    config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(cfg))
-    uri = f"sqlite:///{root / 'mlruns.db'}"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MLFLOW_TRACKING_URI", uri)
-    mp.chdir(root)
-    assert cli.main(["--config", str(config), "init-store"]) == 0
-    yield root, cfg, uri, lambda *args: cli.main(["--config", str(config), *args])
-    mp.undo()
+    with cli_workspace(root, cfg) as (config, uri):
+        yield root, cfg, uri, lambda *args: cli.main(["--config", str(config), *args])
 
 
 def _run_file(root: Path, method: str) -> Path:

@@ -80,6 +80,7 @@ ANCHORS: dict[str, Anchor] = {
     "lda_grid_table": Anchor(9, FIGURE_MB, source="9 s, lda_grid config"),
     "posteriordb_report": Anchor(7, FIGURE_MB, source="7 s, default config"),
     "custom_report": Anchor(7, FIGURE_MB, source="as posteriordb_report"),
+    "custom_agreement": Anchor(5, PROCESS_MB, source="not measured: reads two JSON summaries, writes a table"),
     "custom_model_report": Anchor(15, FIGURE_MB, source="as posteriordb_report and cost_report, one after the other"),
     "cost_report": Anchor(8, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
                           "(2026-11-26)"),

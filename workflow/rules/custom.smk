@@ -125,3 +125,25 @@ if CUSTOM_MODELS:
         shell:
             PMD_BENCH + " report custom --data {input.floors} --runs {input.runs} --out {output.table}"
             + " --figure {output.figure} > {log} 2>&1"
+
+    # Custom models named as posteriordb posteriors that the posteriordb experiment also runs (the
+    # overlay workflow/config/custom_posteriordb.yaml): the two experiments' tables side by side.
+    CUSTOM_SHARED = [] if _PDB_SKIP else [name for name in CUSTOM_MODELS if name in PDB_POSTERIORS]
+    if CUSTOM_SHARED:
+        AGREEMENT = f"{RESULTS}/figures/custom_agreement.md"
+        ALL_TARGETS.append(AGREEMENT)
+
+        rule custom_agreement:
+            input:
+                custom=f"{RESULTS}/figures/table_custom.json",
+                posteriordb=f"{RESULTS}/figures/table_posteriordb.json",
+            output:
+                AGREEMENT,
+            log:
+                f"{RESULTS}/logs/custom_agreement.log",
+            threads: 1
+            resources:
+                **job_resources("custom_agreement", config),
+            shell:
+                f"{shlex.quote(sys.executable)} -m pmd_bench.reports.agreement"
+                + " {input.custom} {input.posteriordb} --out {output} > {log} 2>&1"
