@@ -20,6 +20,11 @@ What the pieces are (the paper's eq. 1 triple, Dai et al. 2016, on PyMC's value-
   model's order; ``model.layout`` records each one's name, slice and shape.
 * ``log_prior(θ)`` is ``pm_model.logp(vars=free_RVs, jacobian=True)``: the priors' densities on the
   unconstrained scale, each transform's log-Jacobian included.
+* Potentials (``pm.Potential``): one that reads no data array is a prior term; one that reads
+  them is a per-datum likelihood term, so it must be elementwise along the datum axis (its value
+  has the data's length there; one that is not raises ``ValueError``), each datum's term being the
+  potential on that datum's row (a potential that mixes rows in an elementwise shape, such as a
+  cumulative sum, cannot be told apart and would be split wrongly: write it as one datum).
 * ``log_likelihood(θ, row)`` is ``pm_model.logp(vars=observed_RVs)`` for one datum: each observed
   variable resized (``change_dist_size``) to one datum, its value and the per-datum ``pm.Data``
   containers replaced by inputs whose datum axis has length 1 (every other axis and every op
@@ -156,6 +161,39 @@ def _datum_axes(pm_model: Any, datum_axis: DatumAxis) -> dict[str, tuple[Any, in
     return axes
 
 
+def _split_potentials(pm_model: Any, axes: dict, get_jaxified_graph: Callable) -> tuple[list, list]:
+    """``(prior potentials, per-datum potentials)`` of ``pm_model.potentials`` (module docstring).
+
+    A potential that reads none of the split data arrays belongs to the prior. One that reads them
+    is a sum of per-datum terms: with ``datum_axis=None`` (one datum) always; otherwise it must be
+    elementwise along the datum axis (its value at the initial point has the data's length there),
+    and each datum's term is the potential evaluated on that datum's row. A potential that reads
+    the data but has no such axis (a function of all rows at once) raises ``ValueError`` naming it.
+    """
+    from pytensor.graph.traversal import graph_inputs
+
+    split = {var: axis for var, axis in axes.values()}
+    prior, per_datum = [], []
+    for potential in pm_model.potentials:
+        graph = pm_model.replace_rvs_by_values([potential])[0]
+        reads = [(var, axis) for var, axis in split.items() if var in set(graph_inputs([graph]))]
+        if not reads:
+            prior.append(potential)
+            continue
+        if any(axis is not None for _, axis in reads):
+            point = pm_model.initial_point()
+            fn = _quiet(get_jaxified_graph(inputs=pm_model.value_vars, outputs=[graph]))
+            shape = np.shape(fn(*[point[v.name] for v in pm_model.value_vars])[0])
+            for var, axis in reads:
+                length = np.shape(var.get_value() if hasattr(var, "get_value") else var.data)[axis]
+                if not (-len(shape) <= axis < len(shape) and shape[axis] == length):
+                    raise ValueError(f"potential {potential.name!r} reads the data ({var.name or 'observed'!r}) but "
+                                     f"its value, of shape {shape}, has no datum axis {axis} of length {length}: "
+                                     "write it per datum (elementwise along that axis) or as an observed variable")
+        per_datum.append(potential)
+    return prior, per_datum
+
+
 def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = None) -> tuple[PyMCModel, dict]:
     """Convert a PyMC model with observed data into ``(model, data)`` for pmd's methods.
 
@@ -182,9 +220,6 @@ def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = No
 
     if not pm_model.observed_RVs:
         raise ValueError("the PyMC model has no observed variable: there is no likelihood to condition on")
-    if pm_model.potentials:
-        raise ValueError(f"the PyMC model has potentials {[p.name for p in pm_model.potentials]}: whether a "
-                         "potential belongs to the prior or to one datum is not known; not supported")
     if not pm_model.free_RVs:
         raise ValueError("the PyMC model has no free variable: there is no θ to infer")
     for rv in pm_model.free_RVs:
@@ -207,7 +242,9 @@ def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = No
     def unflatten(theta: Array) -> list[Array]:
         return [jnp.reshape(theta[s], shape) for _, s, shape in layout]
 
-    prior_fn = _quiet(get_jaxified_graph(inputs=value_vars, outputs=[pm_model.logp(vars=pm_model.free_RVs)]))
+    prior_potentials, datum_potentials = _split_potentials(pm_model, axes, get_jaxified_graph)
+    prior_fn = _quiet(get_jaxified_graph(inputs=value_vars,
+                                         outputs=[pm_model.logp(vars=pm_model.free_RVs + prior_potentials)]))
 
     def log_prior(theta: Array) -> Array:
         return jnp.asarray(prior_fn(*unflatten(theta))[0], jnp.float32)
@@ -226,6 +263,7 @@ def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = No
         batch_ndim = rv.type.ndim - rv.owner.op.ndim_supp
         row_rv = change_dist_size(rv, row_value.type.shape[:batch_ndim]) if batch_ndim else rv
         terms.append(pt.sum(pm_logp(row_rv, row_value, warn_rvs=False)))
+    terms += [pt.sum(potential) for potential in datum_potentials]
     loglik_graph = graph_replace(pm_model.replace_rvs_by_values([pt.sum(terms)]), replace, strict=False)
     loglik_fn = _quiet(get_jaxified_graph(inputs=value_vars + [r for _, _, r in row_inputs], outputs=loglik_graph))
 

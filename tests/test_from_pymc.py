@@ -166,3 +166,36 @@ def test_columns_round_trip_with_dependent_bounds():
         np.testing.assert_allclose(values[2:6], np.ravel(constrained["beta"]))
         np.testing.assert_allclose(values[6], constrained["sigma"])
         np.testing.assert_allclose(model.from_columns(values), theta, atol=1e-5)
+
+
+def test_potentials_split_into_prior_and_per_datum_terms():
+    """A potential that reads no data joins the prior; one elementwise in the rows joins each datum's
+    likelihood: the total still equals PyMC's own log density, and the prior alone is the free
+    variables' densities plus the data-free potential."""
+    rng = np.random.default_rng(1)
+    x_data, y_data = rng.normal(size=(60, 2)), rng.normal(size=60)
+    with pm.Model() as pm_model:
+        x, y = pm.Data("x", x_data), pm.Data("y", y_data)
+        beta = pm.Normal("beta", 0.0, 1.0, shape=2)
+        pm.Potential("shrink", -0.5 * pm.math.sum(beta) ** 2)
+        pm.Normal("obs", x @ beta, 1.0, observed=y)
+        pm.Potential("extra", -pm.math.abs(y - x @ beta))  # a Laplace term per row
+    model, data = pmd.from_pymc(pm_model)
+    logp = pm_model.compile_logp()
+    for theta in np.asarray(model.sample_prior(jax.random.key(0), 3)):
+        point = {"beta": theta}
+        np.testing.assert_allclose(float(total_log_density(model, data, jnp.asarray(theta))), logp(point), rtol=1e-5)
+        prior = -0.5 * np.sum(theta**2) - np.log(2 * np.pi) - 0.5 * np.sum(theta) ** 2
+        np.testing.assert_allclose(float(model.log_prior(jnp.asarray(theta))), prior, rtol=1e-5)
+
+
+def test_a_potential_mixing_the_rows_is_refused_by_name():
+    rng = np.random.default_rng(1)
+    with pm.Model() as pm_model:
+        y = pm.Data("y", rng.normal(size=60))
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("obs", mu, 1.0, observed=y)
+        pm.Potential("total", -pm.math.sum(y - mu) ** 2)
+    with pytest.raises(ValueError, match=r"potential 'total' reads the data \('y'\) but its value, of shape \(\), "
+                                         r"has no datum axis 0 of length 60"):
+        pmd.from_pymc(pm_model)
