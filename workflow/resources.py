@@ -108,9 +108,9 @@ ANCHORS: dict[str, Anchor] = {
         "metric: LAPLACE_NUTS_COST, 5.6 GB resident at 1,588,815 rows"),
     "sparse_gp_truth": Anchor(120, RUN_MB, source="120 s, the exact GP on gp1d's 2,048 points (loaded)"),
     "posteriordb_floor": Anchor(14, RUN_MB, source="14 s, default config"),
-    "custom_floor": Anchor(30, RUN_MB, source="as posteriordb_floor, plus converting the PyMC model (not measured)"),
-    "custom_reference": Anchor(300, RUN_MB, source="not measured on a user's model: NUTS on a small PyMC model, "
-                               "charged 5 min"),
+    "custom_floor": Anchor(20, RUN_MB, source="20 s: examples/custom_model.py, default config (2026-11-26)"),
+    "custom_reference": Anchor(23, RUN_MB, source="23 s: NUTS on examples/custom_model.py, 4 chains × 2,000 iterations "
+                               "on 400 rows (default config, 2026-11-26); a larger model takes longer"),
     # --- Table 1 and Theorem 5 (sizes fixed by their sections, the same in default and paper) ---
     "rate": Anchor(133, RUN_MB, work="rate", rate_s=133 / (4400 * 100),
                    source="133 s at 4,400 particles × 100 seeds (default config)"),
@@ -145,8 +145,9 @@ ANCHORS: dict[str, Anchor] = {
         358, RUN_MB, work="posteriordb", rate_s=358 / (1000 * 500),
         source="358 s: pmd at 1,000 particles × 500 steps (ci config, the slowest of 133)"),
     "custom_run": Anchor(
-        358, RUN_MB, work="custom", rate_s=358 / (1000 * 500),
-        source="as posteriordb_run (the same budget rule and methods on a user's model; not measured apart)"),
+        35, RUN_MB, work="custom", rate_s=358 / (1000 * 500),
+        source="35 s: pmd_paper, the slowest of the 11 default-config runs on examples/custom_model.py (2026-11-26, "
+        "a loaded machine); rate as posteriordb_run (the same budget rule and methods)"),
 }
 
 # Training rows (documents for a corpus) of each dataset, where the config's options do not give
