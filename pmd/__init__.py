@@ -30,11 +30,16 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``pmd.from_pymc`` (:mod:`pmd.pymc`), imported on first use so that ``import pmd`` never imports PyMC."""
+    """``pmd.from_pymc`` (:mod:`pmd.pymc`) and ``pmd.from_numpyro`` (:mod:`pmd.numpyro`), imported on
+    first use so that ``import pmd`` never imports PyMC or NumPyro."""
     if name == "from_pymc":
         from .pymc import from_pymc
 
         return from_pymc
+    if name == "from_numpyro":
+        from .numpyro import from_numpyro
+
+        return from_numpyro
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

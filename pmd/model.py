@@ -7,6 +7,7 @@ from ``q̃_1 = p``). Everything is written for one ``θ`` and one datum; the alg
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -120,3 +121,33 @@ def gaussian_log_density(x: Array, mean: Array, std: float | Array) -> Array:
     """``log N(x; mean, std²)`` summed over the last axis (a helper for model definitions)."""
     z = (x - mean) / std
     return jnp.sum(-0.5 * z**2 - jnp.log(std) - 0.5 * math.log(2 * math.pi), axis=-1)
+
+
+@dataclass(frozen=True, eq=False)
+class ConvertedModel(Model):
+    """A :class:`Model` converted from a probabilistic programming language (:func:`pmd.from_pymc`,
+    :func:`pmd.from_numpyro`), with the maps back to the language's constrained scale. Compared and
+    hashed by identity (its ``layout`` holds slices, which do not hash), as a static argument of
+    ``jit`` must be.
+
+    Args (beyond :class:`Model`'s):
+        constrain: ``θ (d,) -> {name: array}``: the model's variables at ``θ`` on their constrained scale.
+        layout: ``((unconstrained variable name, slice of θ, shape), ...)`` in ``θ``'s order.
+        columns: the free variables' flattened constrained values' names (:func:`column_names`).
+        to_columns: ``θ (d,) -> (k,)``, the free variables at ``θ`` in :attr:`columns` order.
+        from_columns: ``(k,) -> θ (d,)``, the inverse of :attr:`to_columns`.
+    """
+
+    constrain: Callable[[Array], dict[str, Array]] | None = None
+    layout: tuple[tuple[str, slice, tuple[int, ...]], ...] = ()
+    columns: tuple[str, ...] = ()
+    to_columns: Callable[[Array], Array] | None = None
+    from_columns: Callable[[Array], Array] | None = None
+
+
+def column_names(name: str, shape: tuple[int, ...]) -> list[str]:
+    """``name`` for a scalar, else ``name[i,j,...]`` for every index in C order, 0-based (the
+    coordinates of PyMC's and ArviZ's ``InferenceData``, flattened)."""
+    if not shape:
+        return [name]
+    return [f"{name}[{','.join(map(str, index))}]" for index in itertools.product(*map(range, shape))]

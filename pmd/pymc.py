@@ -56,38 +56,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .model import Model
+from .model import ConvertedModel, column_names
 
 Array = jax.Array
 DatumAxis = int | None | Mapping[str, int]
-
-
-@dataclass(frozen=True, eq=False)
-class PyMCModel(Model):
-    """A :class:`Model` made by :func:`from_pymc`, with the map back to PyMC's constrained scale.
-    Compared and hashed by identity (its ``layout`` holds slices, which do not hash), as a static
-    argument of ``jit`` must be.
-
-    Args (beyond :class:`Model`'s):
-        constrain: ``θ (d,) -> {name: array}``, ``pm_model.unobserved_value_vars`` at ``θ``.
-        layout: ``((value variable name, slice of θ, shape), ...)`` in ``θ``'s order.
-        columns: the free variables' flattened constrained values' names (module docstring).
-        to_columns: ``θ (d,) -> (k,)``, the free variables at ``θ`` in :attr:`columns` order.
-        from_columns: ``(k,) -> θ (d,)``, the inverse of :attr:`to_columns`.
-    """
-
-    constrain: Callable[[Array], dict[str, Array]] | None = None
-    layout: tuple[tuple[str, slice, tuple[int, ...]], ...] = ()
-    columns: tuple[str, ...] = ()
-    to_columns: Callable[[Array], Array] | None = None
-    from_columns: Callable[[Array], Array] | None = None
 
 
 def _jaxify() -> Callable:
@@ -194,7 +172,7 @@ def _split_potentials(pm_model: Any, axes: dict, get_jaxified_graph: Callable) -
     return prior, per_datum
 
 
-def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = None) -> tuple[PyMCModel, dict]:
+def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = None) -> tuple[ConvertedModel, dict]:
     """Convert a PyMC model with observed data into ``(model, data)`` for pmd's methods.
 
     Args:
@@ -206,7 +184,7 @@ def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = No
         name: the model's label (default: the PyMC model's name, else ``"pymc"``).
 
     Returns:
-        ``(model, data)``: a :class:`PyMCModel` and ``{name: array}`` with the datum axis first.
+        ``(model, data)``: a :class:`ConvertedModel` and ``{name: array}`` with the datum axis first.
     """
     import pytensor.tensor as pt
     from pymc import logp as pm_logp
@@ -293,21 +271,14 @@ def from_pymc(pm_model: Any, *, datum_axis: DatumAxis = 0, name: str | None = No
         return {var.name: jnp.asarray(v, jnp.float32) for var, v in zip(outputs, values)}
 
     columns, to_columns, from_columns = _column_maps(pm_model, unflatten, get_jaxified_graph)
-    model = PyMCModel(dim=dim, log_prior=log_prior, log_likelihood=log_likelihood, sample_prior=sample_prior,
+    model = ConvertedModel(dim=dim, log_prior=log_prior, log_likelihood=log_likelihood, sample_prior=sample_prior,
                       name=name or pm_model.name or "pymc", constrain=constrain, layout=tuple(layout),
                       columns=columns, to_columns=to_columns, from_columns=from_columns)
     return model, data
 
 
-def _column_names(name: str, shape: tuple[int, ...]) -> list[str]:
-    """``name`` for a scalar, else ``name[i,j,...]`` for every index in C order, 0-based."""
-    if not shape:
-        return [name]
-    return [f"{name}[{','.join(map(str, index))}]" for index in np.ndindex(*shape)]
-
-
 def _column_maps(pm_model: Any, unflatten: Callable, get_jaxified_graph: Callable):
-    """``(columns, to_columns, from_columns)`` of :class:`PyMCModel` (module docstring).
+    """``(columns, to_columns, from_columns)`` of :class:`ConvertedModel` (module docstring).
 
     ``from_columns`` applies each free variable's forward transform to its constrained value, the
     transform's parameters (an interval's bounds) evaluated at the other constrained values; free
@@ -321,7 +292,7 @@ def _column_maps(pm_model: Any, unflatten: Callable, get_jaxified_graph: Callabl
                                       outputs=pm_model.replace_rvs_by_values(list(free))))
     point = pm_model.initial_point()
     shapes = [np.shape(v) for v in to_fn(*[point[var.name] for var in pm_model.value_vars])]
-    columns = [column for rv, shape in zip(free, shapes) for column in _column_names(rv.name, shape)]
+    columns = [column for rv, shape in zip(free, shapes) for column in column_names(rv.name, shape)]
 
     def to_columns(theta: Array) -> Array:
         return jnp.concatenate([jnp.ravel(jnp.asarray(v, jnp.float32)) for v in to_fn(*unflatten(theta))])
