@@ -98,3 +98,15 @@ print("heavy:", heavy, file=sys.stderr)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "heavy: []" in done.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["reference", "logistic", "--out", "x.npz"], "reference logistic needs --data"),
+    (["reference", "sparse_gp", "--problem", "gp1d", "--out", "x.npz"], "reference sparse_gp needs --problem"),
+    (["reference", "custom", "--out", "x.npz"], "reference custom needs --model"),
+    (["floor", "posteriordb", "--out", "x.json"], "floor posteriordb needs --posterior"),
+    (["run", "custom", "--method", "pmd", "--seed", "0", "--out", "x.npz"], "run custom needs --model"),
+])
+def test_a_verb_missing_its_experiments_option_names_it(capsys, args, message):
+    assert cli.main(args) != 0  # the embedded default config, which has every section
+    assert message in capsys.readouterr().err

@@ -475,8 +475,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return docs.main(args.check, args.sources, args.block, args.example)
         elif args.verb == "reference" and args.experiment == "sparse_gp":
-            if not args.problem:
-                raise ValueError("reference sparse_gp needs --problem (a key of sparse_gp.problems)")
+            if not (args.problem and args.data):
+                raise ValueError("reference sparse_gp needs --problem (a key of sparse_gp.problems) and --data")
             meta = sparse_gp.make_truth(cfg["sparse_gp"], args.problem, args.data, args.out, uri,
                                         _experiment_name(cfg, "sparse_gp"))
             print(json.dumps(meta.get("exact", {}), indent=1))
