@@ -173,7 +173,7 @@ def test_the_example_model_file_runs_end_to_end(example_run):
     assert failed["status"] == "failed" and "FloatingPointError" in failed["error"]
     table = (root / "table.md").read_text()
     assert "# Methods against the custom models' reference posteriors" in table
-    assert "| robust (N=400, d=4) |" in table and "failed [1]" in table
+    assert "| robust (N=400, d=4, Gaussian) |" in table and "failed [1]" in table
     assert "PMD (`pmd`) ranks **1 of 2**" in (root / "cost.md").read_text()
     runs = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("pmd-bench/custom").experiment_id])
     status = {r.data.tags["mlflow.runName"]: r.info.status for r in runs}

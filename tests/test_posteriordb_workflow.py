@@ -109,9 +109,11 @@ def test_runs_floor_and_report(workspace):
                    str(_run_file(root, "sgld_diverges")), "--out", str(table), "--figure", str(figure)) == 0
     text = table.read_text()
     assert "1 whole passes in batches of ⌈N/10⌉ points" in text and "n = 100 draws" in text
-    assert f"| {POSTERIOR} (N=434, d=3) |" in text and "| failed [1] |" in text and "[1] FloatingPointError: SGLD diverged" in text
+    assert f"| {POSTERIOR} (N=434, d=3, Gaussian) |" in text and "| failed [1] |" in text
+    assert "[1] FloatingPointError: SGLD diverged" in text
     within = int(meta["final"]["mean_error_max"] <= 0.5 and meta["final"]["log_std_ratio_max"] <= 0.3)
     assert f"| **i.i.d. within 0.5 / 0.3** | 1/1 | 0/1 | {within}/1 |" in text  # floor, sgld_diverges, smc
+    assert f"| **i.i.d. Gaussian within 0.5 / 0.3** | 1/1 | 0/1 | {within}/1 |" in text  # kidiq is close to Gaussian
     summary = json.loads(table.with_suffix(".json").read_text())
     cell = summary["posteriors"][POSTERIOR]["methods"]["smc"]
     assert cell["mean_error_max"] == pytest.approx(meta["final"]["mean_error_max"])

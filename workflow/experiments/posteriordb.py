@@ -25,7 +25,9 @@ succeeds so that the table shows the failed cell.
 
 :func:`make_floor` scores ``eval_samples`` draws of the last reference chain against the other
 chains: the floor of each distance at the sample size every method is scored from (what that many
-independent exact draws would score, up to the chains' autocorrelation).
+independent exact draws would score, up to the chains' autocorrelation). It also records whether the
+reference draws, mapped to the unconstrained scale every method works on, are close to Gaussian
+(:func:`pmd.normality.normality`): where they are not, a Gaussian approximation cannot be exact.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import numpy as np
 from pmd_bench.datasets.settings import Settings
 from pmd import RunResult, own_draws, run
 from pmd.models.posteriordb import PosteriordbProblem, load_problem, reference_draws
+from pmd.normality import normality
 from pmd.sample_metrics import SampleReference, reference_floor
 
 from .. import methods
@@ -199,7 +202,10 @@ def make_floor(posterior: str, out: str | Path, num_samples: int, data_settings:
 
     ``num_samples`` is the section's ``eval_samples``, the number every method is scored from.
     Returns ``{"posterior", "floor": {metric: value}, "floor_samples", "chains", "draws", "columns",
-    "num_data", "iid", "dim"}``: the floor is what that many held-out reference draws score.
+    "num_data", "iid", "dim", "normality"}``: the floor is what that many held-out reference draws
+    score; ``normality`` is :func:`pmd.normality.normality` of the reference draws on the
+    unconstrained scale (``normality["close"]``: close to Gaussian). Floor files written before it
+    lack the key: not computed.
     """
     problem = load_problem(posterior, data_settings)
     return floor_of(problem, reference_draws(problem, data_settings), out, num_samples, seed)
@@ -209,9 +215,11 @@ def floor_of(problem: PosteriordbProblem, draws: np.ndarray, out: str | Path, nu
              seed: int = 0) -> dict:
     """:func:`make_floor` of a built ``problem`` and its reference ``draws`` ``(chains, draws, k)``."""
     floor = reference_floor(draws, num_samples, jax.random.key(seed))
+    thetas = np.asarray(problem.unconstrain(draws.reshape(-1, draws.shape[-1]))).reshape(*draws.shape[:2], -1)
     summary = {"posterior": problem.name, "floor": floor, "floor_samples": int(num_samples),
                "chains": int(draws.shape[0]), "draws": int(draws.shape[1]),
                "columns": list(problem.columns), "iid": problem.iid, "dim": problem.model.dim,
-               "num_data": int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])}
+               "num_data": int(jax.tree_util.tree_leaves(problem.data)[0].shape[0]),
+               "normality": normality(thetas, seed)}
     save_json(out, summary)
     return summary
