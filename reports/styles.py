@@ -38,7 +38,8 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "pmd": ("#1f77b4", ("pmd", "pmd_stream", "pmd_paper", "pmd_kde", "pmd_smooth", "pmd_neighbours",
                         "pmd_harmonic", "pmd_m4", "pmd_gp", "pmd_lda")),
     # gpjax_svgp at place 1 (dashed): it overlays SVI-GP (``svi``) in the sparse-GP figure
-    "vi": ("#ff7f0e", ("svi", "gpjax_svgp", "svi_hoffman", "numpyro_svi", "jj_svi", "svi_gp", "lda_svi")),
+    "vi": ("#ff7f0e", ("svi", "gpjax_svgp", "svi_hoffman", "numpyro_svi", "jj_svi", "svi_gp", "lda_svi",
+                       "gpjax_svgp_learned")),
     "sgmcmc": ("#2ca02c", ("sgld", "sgrld", "sgld_parallel", "lda_sgrld")),
     "smc": ("#d62728", ("smc", "blackjax_tempered_smc", "blackjax_data_smc", "smc_gp", "lda_smc")),
     "particle_vi": ("#9467bd", ("svgd", "opvi", "blackjax_svgd")),

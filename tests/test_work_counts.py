@@ -168,6 +168,19 @@ def test_sparse_gp_methods_count_each_row_per_particle():
             np.testing.assert_array_equal(grads, 0)
 
 
+def test_gpjax_svgp_counts_its_differentiated_batch_elbos():
+    """GPJax's natural-gradient step differentiates the batch ELBO once (``B`` values and
+    gradients); the learned row's Adam step once more (``2B`` of each)."""
+    from pmd_bench.baselines.peers.gpjax_sgp import GPJaxSVGP, GPJaxSVGPLearned
+
+    with jax.enable_x64(True):
+        model, data = problem(n=N, num_inducing=4)
+        for cls, times in ((GPJaxSVGP, 1), (GPJaxSVGPLearned, 2)):
+            evals, grads = per_step(run(cls(model, N, data=data), data), passes=1)
+            np.testing.assert_array_equal(evals, times * B)
+            np.testing.assert_array_equal(grads, times * B)
+
+
 @pytest.fixture(scope="module")
 def corpus() -> dict:
     """The first ``N`` training documents of the LDA tests' corpus."""

@@ -13,7 +13,7 @@ from pmd_bench.baselines import lda as _lda_baselines
 from pmd_bench.baselines.gp import SVIGP, OnePassSMCGP, SubsetOfData
 from pmd_bench.baselines.gibbs import PolyaGammaGibbs
 from pmd_bench.baselines.vi import JaakkolaJordanSVI
-from pmd_bench.baselines.peers.gpjax_sgp import GPJaxSVGP
+from pmd_bench.baselines.peers.gpjax_sgp import GPJaxSVGP, GPJaxSVGPLearned
 from pmd import ConfigError, InferenceMethod, Model
 from pmd.structured.lda import StructuredPMDLDA
 from pmd.structured.sparse_gp import StructuredPMDGP
@@ -21,9 +21,10 @@ from pmd.structured.sparse_gp import StructuredPMDGP
 # the model-specific logistic-regression competitors (section 6) beside the generic baselines
 METHODS: dict[str, type] = {"pmd": pmd.PMD, **baselines.METHODS, "jj_svi": JaakkolaJordanSVI,
                             "pg_gibbs": PolyaGammaGibbs}
-# the sparse-GP methods (section 6, H.3): structured PMD (F.1), its competitors and GPJax's SVGP
+# the sparse-GP methods (section 6, H.3): structured PMD (F.1), its competitors and GPJax's SVGP, with
+# Z and the hyperparameters fixed (as section 6) or learned (as its users run it)
 METHODS.update({"pmd_gp": StructuredPMDGP, "svi_gp": SVIGP, "smc_gp": OnePassSMCGP, "sod": SubsetOfData,
-                "gpjax_svgp": GPJaxSVGP})
+                "gpjax_svgp": GPJaxSVGP, "gpjax_svgp_learned": GPJaxSVGPLearned})
 # the LDA methods (section 6, H.4): structured PMD (F.2) and its competitors (the peer libraries,
 # which are not JAX methods, run through workflow.experiments.lda)
 METHODS.update({"pmd_lda": StructuredPMDLDA, **_lda_baselines.METHODS})

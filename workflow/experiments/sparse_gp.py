@@ -20,6 +20,10 @@ Every run is scored against data points visited (the runner's ``eval_every``); o
 predictive mean and variance at every evaluation are kept too (``snapshot/mean``, ``snapshot/var``:
 Figure 4 shows PMD's at iterations 0, 1, 5, 10, 20, 50, 80, so ``gp1d`` evaluates after every step).
 
+A run of one Gaussian ``q(u)`` records Hensman's bound on the whole training set (``elbo``) at the
+hyperparameters the method ends with: the model's, except for a method with a ``fitted_model``
+(GPJax's rows), whose learned kernel and noise it uses and records (``fitted``).
+
 Each run file's meta records the process's peak resident set (``peak_rss_gib``, ``getrusage``'s
 ``ru_maxrss``: data, method, evaluations and the final bound together), the memory a job of that
 config needs.
@@ -192,8 +196,11 @@ def run_one(section: dict, label: str, seed: int, data_path: str | Path, out: st
                 "num_components": int(post.log_weights.shape[0])}
         if meta["num_components"] == 1:  # Hensman's bound of a single q(u) on the whole training set
             full = {k: jnp.asarray(v) for k, v in train.items()}
-            meta["elbo"] = float(svgp_elbo(model, post.inducing[0], post.chol_k[0], post.loc[0], post.scale[0], full,
+            fitted = method.fitted_model(result.state) if hasattr(method, "fitted_model") else model
+            meta["elbo"] = float(svgp_elbo(fitted, post.inducing[0], post.chol_k[0], post.loc[0], post.scale[0], full,
                                            len(train["y"]), chunk_rows=ELBO_CHUNK_ROWS))
+            if fitted is not model:
+                meta["fitted"] = {k: getattr(fitted, k) for k in ("lengthscale", "variance", "noise_variance")}
         meta["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # kilobytes on Linux
         log_summary(meta)
         if "elbo" in meta:
