@@ -32,7 +32,8 @@ class SampleBuffer:
 
     ``count`` is how many samples have been retained in all. Until the first one, the slots hold
     the ``m`` prior draws the method started from (every method starts at ``q̃_1 = p``, Algorithm 1
-    line 3 of Dai et al. 2016), so the posterior of a chain still in burn-in is its initial one.
+    line 3 of Dai et al. 2016; SGLD's Laplace start puts draws of its Gaussian there), so the
+    posterior of a chain still in burn-in is its initial one.
     """
 
     samples: Array  # (m, d)
@@ -239,6 +240,11 @@ class Laplace:
     @property
     def conditional_sd(self) -> Array:
         return 1.0 / jnp.sqrt(jnp.diagonal(self.precision))
+
+    def sample(self, key: Array, n: int) -> Array:
+        """``n`` draws ``mode + chol · z``, ``z ~ N(0, I)``: (n, d)."""
+        z = jax.random.normal(key, (n, self.mode.shape[0]), dtype=self.mode.dtype)
+        return self.mode + z @ self.chol.T
 
 
 def laplace_approximation(model: Model, data: Any, max_steps: int = 500) -> Laplace:

@@ -100,6 +100,15 @@ class LinearRegression:
         y = x @ beta + noise_std * rng.standard_normal(num_data)
         return cls({"x": x.astype(np.float32), "y": y.astype(np.float32)}, noise_std, prior_std)
 
+    @classmethod
+    def readme(cls) -> "LinearRegression":
+        """README.md's example: 2,000 rows ``x_n ~ N(0, I_3)``, ``β = (1, -0.5, 0.25)``, ``σ = 0.5``,
+        ``β ~ N(0, I)`` (its data to the last bit: the same generator calls)."""
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(2000, 3)).astype(np.float32)
+        y = (x @ np.array([1.0, -0.5, 0.25]) + 0.5 * rng.normal(size=2000)).astype(np.float32)
+        return cls({"x": x, "y": y}, 0.5, 1.0)
+
     @property
     def model(self):
         from pmd.model import Model, gaussian_log_density

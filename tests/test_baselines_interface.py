@@ -24,7 +24,7 @@ def _build(name, **overrides):
         return METHODS[name](MIX.model(), data_size=40, num_particles=5, data=MIX_DATA, burn_in=1), MIX_DATA
     full_data = {"data": CONJ.data}
     extra = {"npv_full": full_data, "svi": full_data, "blackjax_tempered_smc": full_data, "blackjax_data_smc": full_data,
-             "sgld": {"burn_in": 1}}.get(name, {})
+             "sgld": {"burn_in": 1, **full_data}, "sgld_parallel": full_data}.get(name, {})
     return METHODS[name](CONJ.model, data_size=40, num_particles=5, **{**extra, **overrides}), CONJ.data
 
 

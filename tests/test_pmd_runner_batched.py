@@ -48,7 +48,7 @@ BUILDERS = {
     "pmd": lambda: pmd.PMD(MIX.model(), data_size=200, num_particles=100),
     "pmd_paper": lambda: pmd.PMD(MIX.model(), data_size=200, num_particles=100, variant="paper", strategy="hybrid"),
     "smc": lambda: METHODS["smc"](MIX.model(), data_size=200, num_particles=100),
-    "sgld": lambda: METHODS["sgld"](MIX.model(), data_size=200, num_particles=50, burn_in=2),  # < the 5 steps
+    "sgld": lambda: METHODS["sgld"](MIX.model(), data_size=200, num_particles=50, a=0.01, burn_in=2),  # < the 5 steps
 }
 
 

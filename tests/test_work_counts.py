@@ -221,8 +221,8 @@ def test_gradient_methods_count_the_batch_at_every_point(name):
     from pmd_bench.baselines import SGLD, SVGD, ParallelSGLD, PosteriorBootstrap
 
     m = 3
-    method = {"sgld": lambda: SGLD(CONJ.model, N, num_particles=m, burn_in=0),
-              "parallel_sgld": lambda: ParallelSGLD(CONJ.model, N, num_particles=m),
+    method = {"sgld": lambda: SGLD(CONJ.model, N, num_particles=m, a=0.01, burn_in=0),
+              "parallel_sgld": lambda: ParallelSGLD(CONJ.model, N, num_particles=m, a=0.01),
               "npl": lambda: PosteriorBootstrap(CONJ.model, N, num_particles=m),
               "svgd": lambda: SVGD(CONJ.model, N, num_particles=m)}[name]()
     evals, grads = per_step(run(method, CONJ.data), 1.0)
@@ -231,19 +231,23 @@ def test_gradient_methods_count_the_batch_at_every_point(name):
     np.testing.assert_array_equal(grads, B * points)
 
 
-def test_svi_counts_its_draws_and_its_laplace_start_once():
-    """``B·S`` values and gradients a step (the ELBO's ``S`` draws); the Laplace start's L-BFGS and
-    Hessian reads (``Laplace.work``, the method's ``start_work``) are in the totals from the first
-    record, before any step (the start is already the posterior evaluated there), and are whole
-    passes over the data (at least the Hessian's ``d`` gradient reads and one value read)."""
-    from pmd_bench.baselines import SVI
+@pytest.mark.parametrize("name", ["svi", "sgld", "parallel_sgld"])
+def test_laplace_starts_are_counted_once(name):
+    """SVI: ``B·S`` values and gradients a step (the ELBO's ``S = 2`` draws); SGLD and parallel SGLD
+    at their defaults (``a=None`` with ``data=``): ``B`` and ``B·m`` (``m = 2``). The Laplace start's
+    L-BFGS and Hessian reads (``Laplace.work``, the method's ``start_work``) are in the totals from
+    the first record, before any step (the start is already the posterior evaluated there), and are
+    whole passes over the data (at least the Hessian's ``d`` gradient reads and one value read)."""
+    from pmd_bench.baselines import SGLD, SVI, ParallelSGLD
 
-    method = SVI(CONJ.model, N, num_particles=2, data=CONJ.data)
+    method, points = {"svi": lambda: (SVI(CONJ.model, N, num_particles=2, data=CONJ.data), 2),
+                      "sgld": lambda: (SGLD(CONJ.model, N, num_particles=2, burn_in=0, data=CONJ.data), 1),
+                      "parallel_sgld": lambda: (ParallelSGLD(CONJ.model, N, 2, data=CONJ.data), 2)}[name]()
     result = run(method, CONJ.data)
     start_evals, start_grads = method.start_work
     assert result.curves["evals"][0] == start_evals and result.curves["grad_evals"][0] == start_grads
-    np.testing.assert_array_equal(np.diff(result.curves["evals"]), B * 2)
-    np.testing.assert_array_equal(np.diff(result.curves["grad_evals"]), B * 2)
+    np.testing.assert_array_equal(np.diff(result.curves["evals"]), B * points)
+    np.testing.assert_array_equal(np.diff(result.curves["grad_evals"]), B * points)
     assert start_evals % N == 0 and start_grads % N == 0 and start_grads >= N * CONJ.model.dim
     assert start_evals > start_grads
 
