@@ -189,10 +189,10 @@ def test_the_cli_names_a_model_missing_from_the_config(example_run, capsys):
     assert "model 'nope' is not in the config's custom.models (known: robust)" in capsys.readouterr().err
 
 
-def _dry_run(tmp_path: Path, models: dict) -> dict[str, int]:
+def _dry_run(tmp_path: Path, models: dict, **custom) -> dict[str, int]:
     cfg = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
     cfg["results_dir"] = str(tmp_path / "results")
-    cfg["custom"]["models"] = models
+    cfg["custom"].update(models=models, **custom)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg))
     done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--nolock", "--cores", "1", "--configfile",
@@ -207,6 +207,10 @@ def test_snakemake_runs_every_method_on_every_named_model(tmp_path):
     jobs = _dry_run(tmp_path, {"a": str(EXAMPLE), "b": {"file": str(EXAMPLE)}, "left_out": None})
     assert jobs == {"custom_reference": 2, "custom_floor": 2, "custom_run": 2 * methods, "custom_model_report": 2,
                     "custom_report": 1}
+    tuned = _dry_run(tmp_path, {"a": str(EXAMPLE)}, tuning={"grids": {"pmd": {"num_particles": [100, 300]},
+                                                                       "svi": {"learning_rate": [0.01, 0.1]}}})
+    assert tuned == {"custom_reference": 1, "custom_floor": 1, "custom_run": methods, "custom_tune": 2,
+                     "custom_run_tuned": 2, "custom_model_report": 1, "custom_report": 1}
 
 
 def test_the_readmes_model_file_is_the_example_file():
@@ -233,3 +237,36 @@ def test_the_agreement_table_pairs_cells_and_counts_verdicts():
     assert "the largest difference of max |mean error| is 0.04 reference sd (pmd on kidiq)" in text
     with pytest.raises(ValueError, match="share no posterior"):
         agreement.compare(summary(0.1, 0.2), {"methods": [], "posteriors": {"other": {}}})
+
+
+@pytest.mark.parametrize("one_datum", [False, True])
+def test_tuning_a_custom_model_and_running_the_choice(tmp_path, one_datum):
+    """``tune custom`` chooses a grid point by held-out LPD on the model's rows and ``run --tuning``
+    runs it as ``<label>_tuned`` with the tuning in its file; a one-datum model (``datum_axis =
+    None``) has no validation split: not tuned, its tuned run the default, the reason recorded."""
+    from pmd_bench.workflow.experiments import custom
+
+    np.save(tmp_path / "draws.npy", exact_draws())
+    body = CONJUGATE + f"\n\ndef reference_draws():\n    return {{'mu': np.load({str(tmp_path / 'draws.npy')!r})}}\n"
+    path = write(tmp_path, body + ("\ndatum_axis = None\n" if one_datum else ""))
+    cfg = config_mod.load(config_mod.DEFAULT_CONFIG)
+    cfg["results_dir"] = str(tmp_path / "results")
+    grid = {"a": [0.0005, 0.005]}
+    cfg["custom"].update(models={"conjugate": str(path)}, eval_samples=100, methods={"sgld": {"num_particles": 50}},
+                         tuning={"seeds": 1, "grids": {"sgld": grid}})
+    with cli_workspace(tmp_path, cfg) as (config, uri):
+        custom.make_reference(cfg["custom"], "conjugate", tmp_path / "reference.npz")
+        base = ["--config", str(config)]
+        assert cli.main([*base, "tune", "custom", "--model", "conjugate", "--method", "sgld",
+                         "--out", str(tmp_path / "tuning.json")]) == 0
+        assert cli.main([*base, "run", "custom", "--model", "conjugate", "--method", "sgld", "--seed", "0",
+                         "--reference", str(tmp_path / "reference.npz"), "--tuning", str(tmp_path / "tuning.json"),
+                         "--out", str(tmp_path / "tuned.npz")]) == 0
+    _, meta = load_npz(tmp_path / "tuned.npz")
+    assert meta["method"] == "sgld_tuned" and meta["status"] == "ok"
+    if one_datum:
+        assert meta["tuning"]["chosen"] == {} and "one datum" in meta["tuning"]["not_tuned"]
+        assert "method.a" not in meta["params"]
+    else:
+        assert meta["tuning"]["chosen"]["a"] in grid["a"] and meta["params"]["method.a"] == meta["tuning"]["chosen"]["a"]
+        assert meta["tuning"]["evals"] > 0

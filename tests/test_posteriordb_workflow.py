@@ -137,9 +137,10 @@ def test_an_exception_inside_the_method_is_recorded(workspace, monkeypatch):
     assert all(math.isnan(v) for v in written["final"].values()) and math.isnan(written["step_seconds"])
 
 
-def _dry_run(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
+def _dry_run(tmp_path: Path, env: dict, **section) -> subprocess.CompletedProcess:
     cfg = yaml.safe_load(CI_CONFIG.read_text())
     cfg["results_dir"] = str(tmp_path / "results")
+    cfg["posteriordb"].update(section)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg))
     return subprocess.run([sys.executable, "-m", "snakemake", "-n", "--nolock", "--cores", "1", "--configfile",
@@ -153,6 +154,15 @@ def test_snakemake_lists_the_jobs_with_a_mirror(tmp_path):
     jobs = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines()
             if line.startswith("posteriordb_") and len(line.split()) == 2}
     assert jobs == {"posteriordb_floor": 2, "posteriordb_run": 6, "posteriordb_report": 1}  # 2 posteriors x 3 methods
+
+
+@pytest.mark.needs_data
+def test_snakemake_tunes_each_gridded_label_on_each_posterior(tmp_path):
+    done = _dry_run(tmp_path, {**os.environ, MIRROR_ENV: _mirror()}, tuning={"grids": {"pmd": {"num_particles": [1]}}})
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines()
+            if line.startswith("posteriordb_") and len(line.split()) == 2}
+    assert jobs["posteriordb_tune"] == 2 and jobs["posteriordb_run_tuned"] == 2 and jobs["posteriordb_run"] == 6
 
 
 def test_snakemake_skips_the_experiment_without_a_mirror(tmp_path):

@@ -130,7 +130,9 @@ def _parser() -> argparse.ArgumentParser:
                           "on a validation split (workflow/tuning.py)")
     p.add_argument("experiment", choices=sorted(TUNABLE))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
-    p.add_argument("--data", required=True, help="the experiment's data file")
+    p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
+    p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
+    p.add_argument("--model", help="a model name of the config's custom.models (custom)")
     p.add_argument("--grid", help="JSON {setting: [values]} (default: the config's <experiment>.tuning.grids.<method>)")
     p.add_argument("--out", required=True, help="the tuning's JSON: every point's scores, the choice, its cost")
 
@@ -208,7 +210,44 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-TUNABLE = ("mixture", "logistic")  # experiments whose data split into training and validation rows
+# experiments whose data split into training and validation rows (posteriordb, custom: where i.i.d.)
+TUNABLE = ("mixture", "logistic", "posteriordb", "custom")
+
+
+def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, object, dict, int]:
+    """``(method spec, model, data, run settings, scoring sample size)`` that
+    :func:`workflow.tuning.tune` runs ``--method`` on: the experiment's training data at its run
+    settings (posteriordb, custom: the posterior's data at the budget rule's batch size and whole
+    passes, :func:`workflow.experiments.posteriordb.budget`)."""
+    import jax
+
+    from pmd_bench.datasets.settings import resolve_settings
+
+    from .experiments import custom, logistic, mixture, posteriordb
+    from .methods import split_spec
+
+    section = cfg[args.experiment]
+    entry = section["methods"][args.method]
+    if args.experiment in ("posteriordb", "custom"):
+        if args.experiment == "posteriordb":
+            if not args.posterior:
+                raise ValueError("tune posteriordb needs --posterior")
+            problem = posteriordb.load_problem(args.posterior, resolve_settings(cfg["datasets"]))
+        else:
+            problem = custom.load(_custom_section(cfg, args.model, "tune"), args.model).problem
+        rows = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
+        spec, budget = posteriordb.budget(section, args.method, entry, rows)
+        settings = {"batch_size": budget["batch_size"], "num_passes": budget["budget_passes"]}
+        return spec, problem.model, problem.data, settings, section["eval_samples"]
+    if not args.data:
+        raise ValueError(f"tune {args.experiment} needs --data (the experiment's data file)")
+    spec, settings = split_spec(args.method, entry, section)
+    if args.experiment == "mixture":
+        x, _, _ = mixture.load_data(args.data)
+        return spec, mixture.WellingTehMixture().model(), x, settings, section["score_samples"]
+    data, _ = logistic.load_data(args.data, spec.pop("train_rows", section["train_rows"]))
+    model = logistic.BayesianLogisticRegression(data["x"].shape[1], section["prior_std"]).model()
+    return spec, model, data, settings, section["eval_samples"]
 
 
 def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
@@ -216,11 +255,9 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
     data at its run settings, the JSON to ``--out`` and an MLflow run ``tune-<method>`` with it."""
     import mlflow
 
-    from .experiments import logistic, mixture
-    from .methods import split_spec
     from .results import save_json
     from .tracking import tracked_run
-    from .tuning import tune
+    from .tuning import not_tunable, not_tunable_result, tune
 
     section = cfg[args.experiment]
     if args.method not in section["methods"]:
@@ -229,35 +266,34 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
     grid = _params(args.grid, "--grid") if args.grid else options.get("grids", {}).get(args.method)
     if not grid:
         raise ValueError(f"no grid to tune {args.method!r} on: give --grid or {args.experiment}.tuning.grids.{args.method}")
-    spec, settings = split_spec(args.method, section["methods"][args.method], section)
-    if args.experiment == "mixture":
-        x, _, _ = mixture.load_data(args.data)
-        model, data, samples = mixture.WellingTehMixture().model(), x, section["score_samples"]
-    else:
-        data, _ = logistic.load_data(args.data, spec.pop("train_rows", section["train_rows"]))
-        model = logistic.BayesianLogisticRegression(data["x"].shape[1], section["prior_std"]).model()
-        samples = section["eval_samples"]
+    spec, model, data, settings, samples = _tuning_problem(cfg, args)
     params = {"method": args.method, "grid": grid, "fraction": options.get("fraction", 0.2),
               "seeds": options.get("seeds", 2)}
-    with tracked_run(uri, _experiment_name(cfg, args.experiment), f"tune-{args.method}", params,
-                     {"experiment": args.experiment, "role": "tuning"}):
-        out = tune(args.method, spec, model, data, settings, grid, seeds=params["seeds"],
-                   fraction=params["fraction"], num_samples=samples)
+    target = args.posterior or args.model  # posteriordb, custom: one tuning per posterior
+    name = f"tune-{args.method}" + (f"-{target}" if target else "")
+    tags = {"experiment": args.experiment, "role": "tuning", **({"posterior": target} if target else {})}
+    with tracked_run(uri, _experiment_name(cfg, args.experiment), name, params, tags):
+        reason = not_tunable(data)
+        out = (not_tunable_result(grid, params, reason) if reason else
+               tune(args.method, spec, model, data, settings, grid, seeds=params["seeds"],
+                    fraction=params["fraction"], num_samples=samples))
         save_json(args.out, out)
         mlflow.log_params({f"chosen.{k}": v for k, v in out["chosen"].items()})
         mlflow.log_metrics({"tuning_seconds": out["seconds"], "tuning_evals": out["evals"],
                             "tuning_grad_evals": out["grad_evals"],
-                            "best_heldout_lpd": max(p["mean_lpd"] for p in out["points"])})
+                            **({"best_heldout_lpd": max(p["mean_lpd"] for p in out["points"])}
+                               if out["points"] else {})})
         mlflow.log_artifact(str(args.out), artifact_path="tuning")
     print(f"{args.method}: chose {out['chosen']} of {len(out['points'])} points in {out['seconds']:.1f}s of stepping")
 
 
 def _record_tuning(out: str, tuned: dict) -> None:
-    """Add the tuning (grid, choice, cost) to a run's result file, atomically."""
+    """Add the tuning (grid, choice, cost, and why it was not tuned where so) to a run's result file, atomically."""
     from .results import load_npz, save_npz
 
     arrays, meta = load_npz(out)
-    meta["tuning"] = {k: tuned[k] for k in ("grid", "chosen", "seconds", "evals", "grad_evals", "fraction", "seeds")}
+    keys = ("grid", "chosen", "seconds", "evals", "grad_evals", "fraction", "seeds", "not_tuned")
+    meta["tuning"] = {k: tuned[k] for k in keys if k in tuned}
     save_npz(out, arrays, meta)
 
 
@@ -425,16 +461,21 @@ def main(argv: list[str] | None = None) -> int:
                       f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping")
                 return 0
             (args.seed,), (args.out,) = args.seed, args.out
+            # posteriordb and custom label a run in its file (their tables read it there): a tuned run is
+            # `<label>_tuned`, its method named in its settings
+            label = args.method
+            if tuned is not None and args.experiment in ("posteriordb", "custom"):
+                label, params = f"{args.method}_tuned", {"method": args.method, **params}
             if args.experiment == "custom":
                 if not (args.model and args.reference):
                     raise ValueError("run custom needs --model (a name of the config's custom.models) and --reference "
                                      "(its reference draws: `pmd-bench reference custom`)")
-                meta = EXPERIMENTS["custom"].run_one(section, args.method, args.model, args.seed, args.reference,
+                meta = EXPERIMENTS["custom"].run_one(section, label, args.model, args.seed, args.reference,
                                                      args.out, uri, _experiment_name(cfg, args.experiment), params)
             elif args.experiment == "posteriordb":
                 if not args.posterior:
                     raise ValueError("run posteriordb needs --posterior (one of its config's posteriordb.posteriors)")
-                meta = posteriordb.run_one(section, args.method, args.posterior, args.seed, args.out, uri,
+                meta = posteriordb.run_one(section, label, args.posterior, args.seed, args.out, uri,
                                            _experiment_name(cfg, args.experiment), params,
                                            resolve_settings(cfg["datasets"]))
             else:

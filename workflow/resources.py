@@ -81,6 +81,10 @@ ANCHORS: dict[str, Anchor] = {
     "posteriordb_report": Anchor(7, FIGURE_MB, source="7 s, default config"),
     "custom_report": Anchor(7, FIGURE_MB, source="as posteriordb_report"),
     "custom_agreement": Anchor(5, PROCESS_MB, source="not measured: reads two JSON summaries, writes a table"),
+    "custom_tune": Anchor(180, RUN_MB, source="as tune: not yet measured at a config's size"),
+    "custom_run_tuned": Anchor(35, RUN_MB, source="as custom_run (one run at the chosen settings)"),
+    "posteriordb_tune": Anchor(180, RUN_MB, source="as tune: not yet measured at a config's size"),
+    "posteriordb_run_tuned": Anchor(358, RUN_MB, source="as posteriordb_run's fixed part"),
     "custom_model_report": Anchor(15, FIGURE_MB, source="as posteriordb_report and cost_report, one after the other"),
     "cost_report": Anchor(8, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
                           "(2026-11-26)"),

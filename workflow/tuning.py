@@ -64,6 +64,21 @@ def heldout_lpd(posterior, model: Model, valid: Any, key: jax.Array, num_samples
     return float(jnp.mean(logsumexp(loglik + log_w[:, None], axis=0)))
 
 
+def not_tunable(data: Any) -> str | None:
+    """Why ``data`` cannot be split into training and validation rows, or ``None`` when it can: a
+    data set of one datum (a likelihood that does not factor: a time series, posteriordb's non-i.i.d.
+    posteriors) has no held-out row to score."""
+    rows = int(jax.tree_util.tree_leaves(data)[0].shape[0])
+    return "one datum (a likelihood that does not factor): no validation split" if rows < 2 else None
+
+
+def not_tunable_result(grid: dict[str, list], params: dict, reason: str) -> dict:
+    """:func:`tune`'s result for data that :func:`not_tunable` refuses: no point run, the method's
+    own settings chosen (the tuned run is the default run), the reason kept."""
+    return {"grid": grid, "points": [], "chosen": {}, "seconds": 0.0, "evals": 0.0, "grad_evals": 0.0,
+            "fraction": params["fraction"], "seeds": params["seeds"], "not_tuned": reason}
+
+
 def tune(label: str, spec: dict, model: Model, data: Any, settings: dict, grid: dict[str, list], *,
          seeds: int = 2, fraction: float = 0.2, num_samples: int = 1000,
          build: Callable | None = None) -> dict:

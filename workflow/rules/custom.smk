@@ -17,13 +17,18 @@ CUSTOM_MODELS = {
 if CUSTOM_MODELS:
     CUSTOM_DIR = f"{RESULTS}/custom"
     CUSTOM_METHODS = list(config["custom"]["methods"])
+    # the tuning protocol (workflow/tuning.py): a label with a grid in custom.tuning.grids is tuned on
+    # each model's data and its seeds run again as `<label>_tuned` (a one-datum model is not tuned:
+    # its tuned run is the default one, the reason recorded)
+    CUSTOM_GRIDS = list(config["custom"].get("tuning", {}).get("grids", {}))
+    CUSTOM_LABELS = CUSTOM_METHODS + [f"{label}_tuned" for label in CUSTOM_GRIDS]
     CUSTOM_SEEDS = list(range(config["custom"]["seeds"]))
     CUSTOM_NAME = "|".join(map(re.escape, CUSTOM_MODELS))
     TABLE_CUSTOM = f"{RESULTS}/figures/table_custom.md"
     FIGURE_CUSTOM = f"{RESULTS}/figures/custom.png"
 
     def custom_runs(name):
-        return expand(f"{CUSTOM_DIR}/{name}/runs/{{method}}/seed{{seed}}.npz", method=CUSTOM_METHODS,
+        return expand(f"{CUSTOM_DIR}/{name}/runs/{{method}}/seed{{seed}}.npz", method=CUSTOM_LABELS,
                       seed=CUSTOM_SEEDS)
 
     CUSTOM_RUNS = [run for name in CUSTOM_MODELS for run in custom_runs(name)]
@@ -86,6 +91,48 @@ if CUSTOM_MODELS:
         shell:
             PMD_BENCH + " --config {input.config} run custom --model {wildcards.name} --method {wildcards.method}"
             + " --seed {wildcards.seed} --reference {input.reference} --out {output} > {log} 2>&1"
+
+    rule custom_tune:
+        input:
+            config=RESOLVED_CONFIG,
+            store=f"{RESULTS}/.tracking-store",
+            model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
+        output:
+            f"{CUSTOM_DIR}/{{name}}/tuning/{{method}}.json",
+        wildcard_constraints:
+            name=CUSTOM_NAME,
+            method="|".join(map(re.escape, CUSTOM_GRIDS)) or "(?!)",
+        log:
+            f"{RESULTS}/logs/custom/{{name}}-tune-{{method}}.log",
+        threads: 1
+        resources:
+            **job_resources("custom_tune", config),
+        shell:
+            PMD_BENCH + " --config {input.config} tune custom --model {wildcards.name} --method {wildcards.method}"
+            + " --out {output} > {log} 2>&1"
+
+    rule custom_run_tuned:
+        input:
+            config=RESOLVED_CONFIG,
+            store=f"{RESULTS}/.tracking-store",
+            model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
+            reference=f"{CUSTOM_DIR}/{{name}}/reference.npz",
+            tuning=f"{CUSTOM_DIR}/{{name}}/tuning/{{method}}.json",
+        output:
+            f"{CUSTOM_DIR}/{{name}}/runs/{{method}}_tuned/seed{{seed}}.npz",
+        wildcard_constraints:
+            name=CUSTOM_NAME,
+            method="|".join(map(re.escape, CUSTOM_GRIDS)) or "(?!)",
+            seed=r"\d+",
+        log:
+            f"{RESULTS}/logs/custom/{{name}}-{{method}}_tuned-seed{{seed}}.log",
+        threads: 1
+        resources:
+            **job_resources("custom_run_tuned", config),
+        shell:
+            PMD_BENCH + " --config {input.config} run custom --model {wildcards.name} --method {wildcards.method}"
+            + " --seed {wildcards.seed} --reference {input.reference} --tuning {input.tuning} --out {output}"
+            + " > {log} 2>&1"
 
     rule custom_model_report:
         input:

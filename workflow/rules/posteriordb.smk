@@ -32,13 +32,17 @@ else:
     PDB_DIR = f"{RESULTS}/posteriordb"
     PDB_POSTERIORS = list(config["posteriordb"]["posteriors"])
     PDB_METHODS = list(config["posteriordb"]["methods"])
+    # the tuning protocol (workflow/tuning.py): a label with a grid in posteriordb.tuning.grids is tuned
+    # on each posterior's data and its seeds run again as `<label>_tuned` (a non-i.i.d. posterior is
+    # one datum and is not tuned: its tuned run is the default one, the reason recorded)
+    PDB_GRIDS = list(config["posteriordb"].get("tuning", {}).get("grids", {}))
     PDB_SEEDS = list(range(config["posteriordb"]["seeds"]))
     TABLE_POSTERIORDB = f"{RESULTS}/figures/table_posteriordb.md"
     FIGURE_POSTERIORDB = f"{RESULTS}/figures/posteriordb.png"
     PDB_RUNS = expand(
         f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
         posterior=PDB_POSTERIORS,
-        method=PDB_METHODS,
+        method=PDB_METHODS + [f"{label}_tuned" for label in PDB_GRIDS],
         seed=PDB_SEEDS,
     )
     COST_INPUTS["posteriordb"] = {"runs": PDB_RUNS}
@@ -79,6 +83,45 @@ else:
         shell:
             PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
             + " --posterior {wildcards.posterior} --seed {wildcards.seed} --out {output} > {log} 2>&1"
+
+    rule posteriordb_tune:
+        input:
+            config=RESOLVED_CONFIG,
+            store=f"{RESULTS}/.tracking-store",
+        output:
+            f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+        wildcard_constraints:
+            posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+            method="|".join(map(re.escape, PDB_GRIDS)) or "(?!)",
+        log:
+            f"{RESULTS}/logs/posteriordb/tune-{{posterior}}-{{method}}.log",
+        threads: 1
+        resources:
+            **job_resources("posteriordb_tune", config),
+        shell:
+            PMD_BENCH + " --config {input.config} tune posteriordb --posterior {wildcards.posterior}"
+            + " --method {wildcards.method} --out {output} > {log} 2>&1"
+
+    rule posteriordb_run_tuned:
+        input:
+            config=RESOLVED_CONFIG,
+            store=f"{RESULTS}/.tracking-store",
+            tuning=f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+        output:
+            f"{PDB_DIR}/runs/{{posterior}}/{{method}}_tuned/seed{{seed}}.npz",
+        wildcard_constraints:
+            posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+            method="|".join(map(re.escape, PDB_GRIDS)) or "(?!)",
+            seed=r"\d+",
+        log:
+            f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}_tuned-seed{{seed}}.log",
+        threads: 1
+        resources:
+            **job_resources("posteriordb_run_tuned", config),
+        shell:
+            PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
+            + " --posterior {wildcards.posterior} --seed {wildcards.seed} --tuning {input.tuning} --out {output}"
+            + " > {log} 2>&1"
 
     rule posteriordb_report:
         input:
