@@ -151,3 +151,14 @@ def column_names(name: str, shape: tuple[int, ...]) -> list[str]:
     if not shape:
         return [name]
     return [f"{name}[{','.join(map(str, index))}]" for index in itertools.product(*map(range, shape))]
+
+
+def split_flat(values: Array, shapes: list[tuple[int, ...]]) -> list[Array]:
+    """A flat vector cut into consecutive blocks of the given ``shapes`` (C order): the inverse of
+    concatenating the blocks' ravels, as :attr:`ConvertedModel.columns` lay them out."""
+    parts, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        parts.append(jnp.reshape(values[start:start + size], shape))
+        start += size
+    return parts

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .model import ConvertedModel, column_names
+from .model import ConvertedModel, column_names, split_flat
 
 Array = jax.Array
 
@@ -118,12 +118,7 @@ def from_numpyro(numpyro_model: Callable, *, name: str | None = None, **data: An
         return jnp.concatenate([jnp.ravel(v) for v in constrain(theta).values()])
 
     def from_columns(values: Array) -> Array:
-        parts, begin = {}, 0
-        for key, shape in zip(latent, shapes):
-            size = int(np.prod(shape, dtype=int))
-            parts[key] = jnp.reshape(values[begin:begin + size], shape)
-            begin += size
-        return flatten(parts)
+        return flatten(dict(zip(latent, split_flat(values, shapes))))
 
     model = ConvertedModel(dim=start, log_prior=log_prior, log_likelihood=log_likelihood, sample_prior=sample_prior,
                       name=name or getattr(numpyro_model, "__name__", "numpyro"), constrain=constrain,

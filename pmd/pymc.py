@@ -62,7 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .model import ConvertedModel, column_names
+from .model import ConvertedModel, column_names, split_flat
 
 Array = jax.Array
 DatumAxis = int | None | Mapping[str, int]
@@ -304,11 +304,6 @@ def _column_maps(pm_model: Any, unflatten: Callable, get_jaxified_graph: Callabl
     from_fn = _quiet(get_jaxified_graph(inputs=placeholders, outputs=forward))
 
     def from_columns(values: Array) -> Array:
-        parts, start = [], 0
-        for shape in shapes:
-            size = int(np.prod(shape, dtype=int))
-            parts.append(jnp.reshape(values[start:start + size], shape))
-            start += size
-        return jnp.concatenate([jnp.ravel(jnp.asarray(v, jnp.float32)) for v in from_fn(*parts)])
+        return jnp.concatenate([jnp.ravel(jnp.asarray(v, jnp.float32)) for v in from_fn(*split_flat(values, shapes))])
 
     return tuple(columns), to_columns, from_columns

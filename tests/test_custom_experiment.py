@@ -270,3 +270,24 @@ def test_tuning_a_custom_model_and_running_the_choice(tmp_path, one_datum):
     else:
         assert meta["tuning"]["chosen"]["a"] in grid["a"] and meta["params"]["method.a"] == meta["tuning"]["chosen"]["a"]
         assert meta["tuning"]["evals"] > 0
+
+
+def test_the_agreement_asked_for_without_a_mirror_fails_with_the_reason(tmp_path):
+    """workflow/config/custom_posteriordb.yaml without an offline mirror: the posteriordb experiment is
+    skipped, and asking for the agreement table fails with why, not with "no rule to produce"."""
+    from pmd_bench.datasets.settings import MIRROR_ENV
+
+    cfg = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
+    overlay = yaml.safe_load((config_mod.DEFAULT_CONFIG.parent / "custom_posteriordb.yaml").read_text())
+    cfg["results_dir"] = str(tmp_path / "results")
+    cfg["posteriordb"].update(overlay["posteriordb"])
+    cfg["custom"]["models"] = {k: v for k, v in overlay["custom"]["models"].items() if v}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    env = {k: v for k, v in os.environ.items() if k != MIRROR_ENV}
+    target = f"{cfg['results_dir']}/figures/custom_agreement.md"
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--nolock", "--cores", "1", target, "--configfile",
+                           str(config)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "the custom and posteriordb tables cannot be compared: no offline mirror" in done.stdout + done.stderr
+    assert not Path(target).exists()

@@ -92,6 +92,7 @@ ANCHORS: dict[str, Anchor] = {
                    "of one method, charged as one run of the slowest ci-config job, 3 min"),
     "run_tuned": Anchor(180, RUN_MB, source="not yet measured: one run, charged as the slowest ci-config job, 3 min"),
     "posteriordb_unavailable": Anchor(1, PROCESS_MB, source="a shell echo that fails: no Python process"),
+    "custom_agreement_unavailable": Anchor(1, PROCESS_MB, source="a shell echo that fails: no Python process"),
     "table1_render": Anchor(42, FIGURE_MB, source="42 s, ci config"),
     "report_html": Anchor(60, FIGURE_MB, source="not in the logs: as the slowest figure job, rounded up"),
     "regress_baseline": Anchor(60, FIGURE_MB, source="not in the logs: pmd-bench regress took 5 s (.ci/run)"),

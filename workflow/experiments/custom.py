@@ -28,8 +28,8 @@ For each model:
   posteriordb report (its tables, heat map) and the cost report (``max |mean error| ≤ 0.5
   reference sd and max |log sd ratio| ≤ 0.3``) read its results unchanged.
 
-Not done here: the tuning protocol (:mod:`workflow.tuning`, built for the mixture and logistic
-experiments' predictive splits).
+The tuning protocol (:mod:`workflow.tuning`, ``pmd-bench tune custom``) chooses a gridded label's
+settings on each model's rows as on posteriordb; a one-datum model is not tuned.
 """
 
 from __future__ import annotations

@@ -175,9 +175,25 @@ if CUSTOM_MODELS:
 
     # Custom models named as posteriordb posteriors that the posteriordb experiment also runs (the
     # overlay workflow/config/custom_posteriordb.yaml): the two experiments' tables side by side.
-    CUSTOM_SHARED = [] if _PDB_SKIP else [name for name in CUSTOM_MODELS if name in PDB_POSTERIORS]
-    if CUSTOM_SHARED:
-        AGREEMENT = f"{RESULTS}/figures/custom_agreement.md"
+    # Without a mirror the posteriordb experiment is skipped: asked for by name, the table fails with
+    # the reason (as posteriordb_unavailable does), not with Snakemake's "no rule to produce".
+    AGREEMENT = f"{RESULTS}/figures/custom_agreement.md"
+    CUSTOM_SHARED = [name for name in CUSTOM_MODELS if name in config.get("posteriordb", {}).get("posteriors", [])]
+    if CUSTOM_SHARED and _PDB_SKIP:
+
+        rule custom_agreement_unavailable:
+            output:
+                AGREEMENT,
+            localrule: True
+            threads: 1
+            resources:
+                **job_resources("custom_agreement_unavailable", config),
+            params:
+                reason=_PDB_SKIP,
+            shell:
+                "echo 'the custom and posteriordb tables cannot be compared: {params.reason}' >&2; exit 1"
+
+    elif CUSTOM_SHARED:
         ALL_TARGETS.append(AGREEMENT)
 
         rule custom_agreement:
