@@ -66,8 +66,9 @@ def test_relative_thresholds_come_from_the_floor_and_from_the_best_final(tmp_pat
     assert cost.THRESHOLDS["mixture"].threshold({}, data) == pytest.approx(0.3)  # the LOO KDE's floor
     with pytest.raises(ValueError, match="--data"):
         cost.THRESHOLDS["mixture"].threshold({})
-    runs = {"pmd": [(run({"log_perplexity": [9, 8, 7.1, 7.0, 7.0]}), {}), (run({"log_perplexity": [9] * 4 + [8]}), {})],
-            "svi": [(run({"log_perplexity": [9, 8, 7.5, 7.4, 7.4]}), {})]}
+    runs = {"pmd": [(run({"log_perplexity_common": [9, 8, 7.1, 7.0, 7.0]}), {}),
+                    (run({"log_perplexity_common": [9] * 4 + [8]}), {})],
+            "svi": [(run({"log_perplexity_common": [9, 8, 7.5, 7.4, 7.4]}), {})]}
     assert cost.THRESHOLDS["lda"].threshold(runs) == pytest.approx(1.01 * 7.4)  # svi's 7.4 beats pmd's mean 7.5
 
 
@@ -77,7 +78,13 @@ def test_the_rank_sentence_says_where_pmd_stands():
     assert "ranks **3 of 4**" in behind and "behind `smc`, `svgd`" in behind and "2/4 posteriors reached" in behind
     # by the share of seeds: 2 of 2 beats 6 of 10, whatever the cost
     ahead = cost.rank_sentence({"pmd": (2, 2, 100.0), "smc": (6, 10, 50.0), "svi": (2, 2, 100.0)}, "work", "seeds")
-    assert "ranks **1 of 3**" in ahead and "ahead of or level with every other method" in ahead
+    assert "ranks **1-2 of 3**" in ahead and "no method is ahead; level with `svi`" in ahead
+    alone = cost.rank_sentence({"pmd": (2, 2, 100.0), "svi": (2, 2, 150.0)}, "work", "seeds")
+    assert "ranks **1 of 2**" in alone and "ahead of every other method" in alone
+    # methods that reached nothing tie at the bottom: PMD among them is not ranked above them
+    none = cost.rank_sentence({"pmd": (0, 2, math.inf), "smc": (2, 2, 10.0), "svi": (0, 2, math.inf),
+                               "sgld": (0, 2, math.inf)}, "work", "seeds")
+    assert "ranks **2-4 of 4**" in none and "behind `smc`; level with `svi`, `sgld`; it reached nothing" in none
     assert "ranks **2 of 2**" in cost.rank_sentence({"pmd": (6, 10, 50.0), "smc": (2, 2, 900.0)}, "work", "seeds")
     assert "not ranked" in cost.rank_sentence({"smc": (3, 3, 900.0)}, "work", "seeds")
 

@@ -11,7 +11,8 @@ measured. ``α``, ``β`` are H.4's.
 :func:`pmd.run`, or a peer library (:mod:`baselines.peers.topic_models`) fed the same batches;
 every ``eval_every`` documents visited it records H.4's held-out log-perplexity (eq. 19, on the
 held-out documents' evaluation halves, ``θ_d`` from their estimation halves by the method's own
-family's strategy: the paper's protocol) and, with a truth, the matched topics' Hellinger distance
+family's strategy: the paper's protocol), the one estimator's (below; the LDA cost criterion
+reads it) and, with a truth, the matched topics' Hellinger distance
 (:func:`pmd.models.lda.topic_recovery`); MLflow gets the parameters, every curve against
 documents visited and the result file; the file keeps the curves, the final topics' top words
 (Figure 5) and the cost (seconds per document and tokens per second of the steps alone). The final
@@ -63,12 +64,18 @@ def load(cfg: dict, corpus_dir: str | Path) -> dict:
 
 
 def evaluator(cfg: dict, data: dict):
-    """``posterior, key -> metrics``: H.4's log-perplexity (and perplexity) and, with a truth, topic recovery."""
+    """``posterior, key -> metrics``: H.4's log-perplexity (and perplexity), the one estimator's
+    (``log_perplexity_common``: :func:`pmd.models.lda.common_log_perplexity` at the largest fold-in
+    budget of ``fold_in_sweeps``, burn-in half, so that the cost to the LDA criterion is read on
+    the same estimator for every family) and, with a truth, topic recovery."""
+    sweeps = int(cfg["fold_in_sweeps"][-1])
 
     def evaluate(posterior, key) -> dict[str, float]:
         log_perp = lda.heldout_log_perplexity(posterior, key, data["estimation"], data["evaluation"],
                                               data["model"].alpha, cfg["eval_sweeps"], cfg["eval_burn_in"])
-        metrics = {"log_perplexity": log_perp, "perplexity": math.exp(log_perp)}
+        common = lda.common_log_perplexity(posterior, jax.random.fold_in(key, 1), data["estimation"],
+                                           data["evaluation"], data["model"].alpha, sweeps, sweeps // 2)
+        metrics = {"log_perplexity": log_perp, "perplexity": math.exp(log_perp), "log_perplexity_common": common}
         if data["truth"] is not None:
             metrics.update(lda.topic_recovery(np.asarray(posterior.expected_topics()), data["truth"]))
         return metrics
