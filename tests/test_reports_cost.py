@@ -27,15 +27,18 @@ def tv(arrays):
     return arrays["curve/tv"]
 
 
-def test_the_cost_is_read_at_the_first_evaluation_meeting_the_threshold_without_interpolation():
-    runs = {"pmd": [(run({"tv": [1.0, 0.6, 0.4, 0.7, 0.3]}), {}),  # met at 20, left at 30: still 20
-                    (run({"tv": [1.0, 0.9, 0.8, 0.5, 0.4]}), {}),  # exactly at the threshold at 30
-                    (run({"tv": [1.0, 0.9, 0.8, 0.7, 0.6]}), {})]}  # never: not reached
+def test_the_cost_is_read_where_the_threshold_is_met_for_good_without_interpolation():
+    runs = {"pmd": [(run({"tv": [1.0, 0.6, 0.4, 0.7, 0.3]}), {}),  # met at 20, left at 30, met again at 40: 40
+                    (run({"tv": [1.0, 0.9, 0.8, 0.5, 0.4]}), {}),  # exactly at the threshold at 30, kept: 30
+                    (run({"tv": [1.0, 0.9, 0.8, 0.7, 0.6]}), {}),  # never: not reached
+                    (run({"tv": [0.3, 0.4, 0.9, 0.9, 0.9]}), {})]}  # met at its start, then left for good: not reached
     visited = cost.cost_to_threshold(runs, tv, lambda r: 0.5, "visited")["pmd"]
-    assert visited.costs == (20.0, 30.0, math.inf)
-    assert visited.reached == 2 and visited.median == 30.0
-    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "wall_time")["pmd"].costs == (2.0, 3.0, math.inf)
-    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "work")["pmd"].costs == (20.0, 30.0, math.inf)
+    assert visited.costs == (40.0, 30.0, math.inf, math.inf)
+    assert visited.reached == 2 and math.isinf(visited.median)
+    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "wall_time")["pmd"].costs == (4.0, 3.0, math.inf, math.inf)
+    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "work")["pmd"].costs == (40.0, 30.0, math.inf, math.inf)
+    kept = {"svi": [(run({"tv": [0.4] * 5}), {})]}  # met from the start: the cost of the first evaluation
+    assert cost.cost_to_threshold(kept, tv, lambda r: 0.5, "visited")["svi"].costs == (0.0,)
 
 
 def test_not_reached_by_half_the_seeds_has_no_median_cost():
