@@ -48,16 +48,16 @@ def test_tuning_picks_the_working_step_size_and_records_its_cost():
     conj = Conjugate.make(num_data=200)
     spec = {"init": "prior", "family": "fullrank", "num_particles": 4}
     grid = {"learning_rate": [1e-5, 0.05, 1e4]}
-    out = tuning.tune("svi", spec, conj.model, conj.data, {"batch_size": 20, "num_passes": 3}, grid,
-                      seeds=2, num_samples=200)
+    out = tuning.tune("svi", spec, conj.data, {"batch_size": 20, "num_passes": 3}, grid,
+                      tuning.rows_criterion(conj.model, 200), seeds=2)
     assert out["chosen"] == {"learning_rate": 0.05}
     by_rate = {p["point"]["learning_rate"]: p for p in out["points"]}
     assert by_rate[0.05]["mean_lpd"] > by_rate[1e-5]["mean_lpd"] + 0.1
     assert by_rate[1e4]["mean_lpd"] == -math.inf
     assert out["seconds"] > 0 and out["evals"] >= 6 * 3 * 160 * 4 and out["grad_evals"] > 0
     with pytest.raises(ConfigError, match="no point"):
-        tuning.tune("svi", spec, conj.model, conj.data, {"batch_size": 20, "num_passes": 3},
-                    {"learning_rate": [1e4]}, seeds=1, num_samples=50)
+        tuning.tune("svi", spec, conj.data, {"batch_size": 20, "num_passes": 3},
+                    {"learning_rate": [1e4]}, tuning.rows_criterion(conj.model, 50), seeds=1)
 
 
 def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
