@@ -6,10 +6,7 @@ criterion never reads them)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +16,7 @@ import yaml
 from scipy import stats
 
 from pmd.models.sparse_gp import SparseGPPosterior
+from cli_helpers import cli_in_subprocess
 from pmd_bench.datasets.synthetic import prepare_lda_corpus
 from pmd_bench.workflow import cli
 from pmd_bench.workflow import config as config_mod
@@ -140,13 +138,7 @@ def test_sparse_gp_tuning_through_the_cli(tmp_path):
              ["reference", "sparse_gp", "--problem", "msd", "--data", str(data), "--out", str(truth)],
              ["run", "sparse_gp", "--problem", "msd", "--method", "svi", "--seed", "0", "--data", str(data),
               "--reference", str(truth), "--tuning", str(tuned), "--out", str(out)]]
-    script = ("import json, sys\nfrom pmd_bench.workflow.cli import main\n"
-              f"for argv in json.loads({json.dumps(json.dumps(calls))}):\n"
-              f"    code = main(['--config', {str(config)!r}, *argv])\n"
-              "    if code: sys.exit(f'{argv[:2]} exited {code}')\n")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlruns.db'}", "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    cli_in_subprocess(config, calls, tmp_path)
     result = json.loads(tuned.read_text())
     assert result["chosen"] == {"step_size": grid["step_size"][1]}
     first, second = (p["mean_lpd"] for p in result["points"])
