@@ -73,6 +73,9 @@ def lda_config(tmp_path, monkeypatch):
 
 
 def test_lda_tuning_chooses_by_validation_documents_and_the_run_records_it(lda_config, tmp_path):
+    """PMD's step size 1.0 beats 1e-4 on the validation documents; the tuned run records the choice,
+    the table shows it beside the default row, and replacing the corpus's held-out documents leaves
+    every point's score unchanged."""
     config, corpus = lda_config
     chosen, out = tmp_path / "tuning.json", tmp_path / "runs" / "pmd_tuned" / "seed0.npz"
     assert cli.main(["--config", str(config), "tune", "lda", "--method", "pmd", "--data", str(corpus),
@@ -86,6 +89,13 @@ def test_lda_tuning_chooses_by_validation_documents_and_the_run_records_it(lda_c
     _, meta = load_npz(out)
     assert meta["tuning"]["chosen"] == result["chosen"] and meta["tuning"]["seconds"] > 0
     assert meta["method"] == "pmd_tuned" and meta["params"]["method.step_size"] == result["chosen"]["step_size"]
+    default = tmp_path / "runs" / "pmd" / "seed0.npz"
+    assert cli.main(["--config", str(config), "run", "lda", "--method", "pmd", "--seed", "0", "--data", str(corpus),
+                     "--out", str(default)]) == 0
+    table = tmp_path / "table_lda.md"
+    assert cli.main(["report", "lda", "--data", str(corpus), "--runs", str(default), str(out), "--out", str(table),
+                     "--figure", str(tmp_path / "figure.png")]) == 0
+    assert all(f"| {label} | 1 |" in table.read_text() for label in ("pmd", "pmd_tuned"))  # the two rows
 
     # the corpus's held-out documents (the table's test set) replaced: the tuning is the same to the digit
     corrupt = tmp_path / "corrupt"
@@ -109,8 +119,9 @@ def test_lda_peers_are_not_tuned(lda_config, capsys):
 @pytest.mark.slow
 def test_sparse_gp_tuning_through_the_cli(tmp_path):
     """On a tiny stand-in: SVI-GP's natural-gradient step 1e-3 barely leaves the prior, 1.0 fits; the
-    tuning must choose 1.0 from the validation rows, the tuned run records it, and corrupting the
-    test rows (X_test, y_test, f_test) leaves every point's score unchanged. One subprocess: the
+    tuning must choose 1.0 from the validation rows, the tuned run records it, the table shows it
+    beside the default row, and corrupting the test rows (X_test, y_test, f_test) leaves every
+    point's score unchanged. One subprocess: the
     experiment turns float64 on for its process."""
     cfg = yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())
     problem = {"dataset": "msd-standin", "noise_variance": 0.01, "bandwidth_scale": 1.0, "num_inducing": 8,
@@ -131,13 +142,18 @@ def test_sparse_gp_tuning_through_the_cli(tmp_path):
     save_npz(corrupt, {**arrays, **{k: 100 * rng.standard_normal(arrays[k].shape) for k in ("X_test", "y_test", "f_test")}},
              meta)
     truth, tuned, again = tmp_path / "truth.npz", tmp_path / "tuning.json", tmp_path / "again.json"
-    out = tmp_path / "runs" / "msd" / "svi_tuned" / "seed0.npz"
+    out, default = (tmp_path / "runs" / "msd" / label / "seed0.npz" for label in ("svi_tuned", "svi"))
+    table = tmp_path / "table.md"
     calls = [["init-store"],
              ["tune", "sparse_gp", "--problem", "msd", "--method", "svi", "--data", str(data), "--out", str(tuned)],
              ["tune", "sparse_gp", "--problem", "msd", "--method", "svi", "--data", str(corrupt), "--out", str(again)],
              ["reference", "sparse_gp", "--problem", "msd", "--data", str(data), "--out", str(truth)],
              ["run", "sparse_gp", "--problem", "msd", "--method", "svi", "--seed", "0", "--data", str(data),
-              "--reference", str(truth), "--tuning", str(tuned), "--out", str(out)]]
+              "--reference", str(truth), "--tuning", str(tuned), "--out", str(out)],
+             ["run", "sparse_gp", "--problem", "msd", "--method", "svi", "--seed", "0", "--data", str(data),
+              "--reference", str(truth), "--out", str(default)],
+             ["report", "sparse-gp", "--data", str(truth), "--runs", str(default), str(out), "--out", str(table),
+              "--figure", str(tmp_path / "figure.png")]]
     cli_in_subprocess(config, calls, tmp_path)
     result = json.loads(tuned.read_text())
     assert result["chosen"] == {"step_size": grid["step_size"][1]}
@@ -147,3 +163,4 @@ def test_sparse_gp_tuning_through_the_cli(tmp_path):
     _, run_meta = load_npz(out)
     assert run_meta["tuning"]["chosen"] == result["chosen"] and run_meta["method"] == "svi_tuned"
     assert run_meta["params"]["method.step_size"] == grid["step_size"][1]
+    assert all(f"| {label} | 1 |" in table.read_text() for label in ("svi", "svi_tuned"))  # the two rows
