@@ -4,16 +4,12 @@ both truths, runs on both problems, the table, the Figure 2(2) panel and Figure 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from cli_helpers import cli_in_subprocess
 from pmd_bench.datasets.synthetic import prepare_gp1d
 from pmd_bench.reports import sparse_gp as sgp_report
 from pmd_bench.reports.resultfiles import load_npz
@@ -59,14 +55,7 @@ def workspace(tmp_path_factory):
         ["report", "figure4", "--data", str(out["truth_gp1d"]), "--runs", str(root / "runs/gp1d/pmd/seed0.npz"),
          "--out", str(root / "figure4.png")],
     ]
-    script = ("import json, sys\nfrom pmd_bench.workflow.cli import main\n"
-              f"for argv in json.loads({json.dumps(json.dumps(calls))}):\n"
-              f"    code = main(['--config', {str(config)!r}, *argv])\n"
-              "    if code: sys.exit(f'{argv[:2]} exited {code}')\n")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlruns.db'}", "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=root)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return root, env
+    return root, cli_in_subprocess(config, calls, root)
 
 
 def test_standin_noise_is_the_models(workspace):

@@ -48,16 +48,16 @@ def test_tuning_picks_the_working_step_size_and_records_its_cost():
     conj = Conjugate.make(num_data=200)
     spec = {"init": "prior", "family": "fullrank", "num_particles": 4}
     grid = {"learning_rate": [1e-5, 0.05, 1e4]}
-    out = tuning.tune("svi", spec, conj.model, conj.data, {"batch_size": 20, "num_passes": 3}, grid,
-                      seeds=2, num_samples=200)
+    out = tuning.tune("svi", spec, conj.data, {"batch_size": 20, "num_passes": 3}, grid,
+                      tuning.rows_criterion(conj.model, 200), seeds=2)
     assert out["chosen"] == {"learning_rate": 0.05}
     by_rate = {p["point"]["learning_rate"]: p for p in out["points"]}
     assert by_rate[0.05]["mean_lpd"] > by_rate[1e-5]["mean_lpd"] + 0.1
     assert by_rate[1e4]["mean_lpd"] == -math.inf
     assert out["seconds"] > 0 and out["evals"] >= 6 * 3 * 160 * 4 and out["grad_evals"] > 0
     with pytest.raises(ConfigError, match="no point"):
-        tuning.tune("svi", spec, conj.model, conj.data, {"batch_size": 20, "num_passes": 3},
-                    {"learning_rate": [1e4]}, seeds=1, num_samples=50)
+        tuning.tune("svi", spec, conj.data, {"batch_size": 20, "num_passes": 3},
+                    {"learning_rate": [1e4]}, tuning.rows_criterion(conj.model, 50), seeds=1)
 
 
 def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
@@ -96,9 +96,10 @@ def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
 
 
 def test_tuning_overlay_tunes_each_gridded_label_and_runs_it_beside_its_default():
-    """workflow/config/tuning.yaml over the default: one `tune` job per gridded label of the mixture
-    and logistic experiments, and one `run_tuned` job per such label and seed (the `<label>_tuned`
-    rows of the tables); the overlay keeps its own results folder."""
+    """workflow/config/tuning.yaml over the default: one `tune` job per gridded label of the mixture,
+    logistic and LDA experiments (of the sparse GP: per label and problem), and one tuned run per
+    such label (and problem) and seed (the `<label>_tuned` rows of the tables); the overlay keeps its
+    own results folder."""
     import yaml
 
     from pmd_bench.workflow import config as config_mod
@@ -108,11 +109,17 @@ def test_tuning_overlay_tunes_each_gridded_label_and_runs_it_beside_its_default(
     overlay = yaml.safe_load((folder / "tuning.yaml").read_text())
     default = yaml.safe_load((folder / "standard.yaml").read_text())  # the overlay's base
     jobs = plan.dry_run([folder / "standard.yaml", folder / "tuning.yaml"])
-    for experiment in ("mixture", "logistic"):
+    for experiment in ("mixture", "logistic", "lda"):
         labels = set(overlay[experiment]["tuning"]["grids"])
         assert labels <= set(default[experiment]["methods"])
         tuned = {w["method"] for rule, w in jobs if rule == "tune" and w["experiment"] == experiment}
         runs = {(w["method"], int(w["seed"])) for rule, w in jobs if rule == "run_tuned" and w["experiment"] == experiment}
         assert tuned == labels
         assert runs == {(m, s) for m in labels for s in range(default[experiment]["seeds"])}
+    labels, problems = set(overlay["sparse_gp"]["tuning"]["grids"]), set(default["sparse_gp"]["problems"])
+    assert labels <= set(default["sparse_gp"]["methods"])
+    tuned = {(w["problem"], w["method"]) for rule, w in jobs if rule == "sparse_gp_tune"}
+    runs = {(w["problem"], w["method"], int(w["seed"])) for rule, w in jobs if rule == "sparse_gp_run_tuned"}
+    assert tuned == {(p, m) for p in problems for m in labels}
+    assert runs == {(p, m, s) for p, m in tuned for s in range(default["sparse_gp"]["seeds"])}
     assert overlay["results_dir"] != default["results_dir"]

@@ -130,9 +130,10 @@ def _parser() -> argparse.ArgumentParser:
                           "on a validation split (workflow/tuning.py)")
     p.add_argument("experiment", choices=sorted(TUNABLE))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
-    p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
+    p.add_argument("--data", help="the experiment's data file (mixture, logistic, sparse_gp) or corpus (lda)")
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
     p.add_argument("--model", help="a model name of the config's custom.models (custom)")
+    p.add_argument("--problem", help="the sparse_gp problem (a key of sparse_gp.problems)")
     p.add_argument("--grid", help="JSON {setting: [values]} (default: the config's <experiment>.tuning.grids.<method>)")
     p.add_argument("--out", required=True, help="the tuning's JSON: every point's scores, the choice, its cost")
 
@@ -210,21 +211,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# experiments whose data split into training and validation rows (posteriordb, custom: where i.i.d.)
-TUNABLE = ("mixture", "logistic", "posteriordb", "custom")
+# experiments whose data split into training and validation rows (posteriordb, custom: where i.i.d.;
+# lda: whole documents)
+TUNABLE = ("mixture", "logistic", "posteriordb", "custom", "sparse_gp", "lda")
 
 
-def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, object, dict, int]:
-    """``(method spec, model, data, run settings, scoring sample size)`` that
-    :func:`workflow.tuning.tune` runs ``--method`` on: the experiment's training data at its run
-    settings (posteriordb, custom: the posterior's data at the budget rule's batch size and whole
-    passes, :func:`workflow.experiments.posteriordb.budget`)."""
+def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, dict, object]:
+    """``(method spec, training data, run settings, criterion)`` that :func:`workflow.tuning.tune`
+    runs ``--method`` on: the experiment's training data at its run settings (posteriordb, custom:
+    the posterior's data at the budget rule's batch size and whole passes,
+    :func:`workflow.experiments.posteriordb.budget`; sparse_gp: the problem's; lda: the corpus's
+    training documents) and its criterion (:class:`workflow.tuning.Criterion`)."""
     import jax
 
     from pmd_bench.datasets.settings import resolve_settings
 
     from .experiments import custom, logistic, mixture, posteriordb
     from .methods import split_spec
+    from .tuning import rows_criterion
 
     section = cfg[args.experiment]
     entry = section["methods"][args.method]
@@ -238,16 +242,26 @@ def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, 
         rows = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
         spec, budget = posteriordb.budget(section, args.method, entry, rows)
         settings = {"batch_size": budget["batch_size"], "num_passes": budget["budget_passes"]}
-        return spec, problem.model, problem.data, settings, section["eval_samples"]
+        return spec, problem.data, settings, rows_criterion(problem.model, section["eval_samples"])
     if not args.data:
         raise ValueError(f"tune {args.experiment} needs --data (the experiment's data file)")
+    if args.experiment == "sparse_gp":
+        from .experiments import sparse_gp_tuning
+
+        if not args.problem:
+            raise ValueError("tune sparse_gp needs --problem (a key of sparse_gp.problems)")
+        return sparse_gp_tuning.tuning_problem(section, args.method, args.problem, args.data)
+    if args.experiment == "lda":
+        from .experiments import lda_tuning
+
+        return lda_tuning.tuning_problem(section, args.method, args.data)
     spec, settings = split_spec(args.method, entry, section)
     if args.experiment == "mixture":
         x, _, _ = mixture.load_data(args.data)
-        return spec, mixture.WellingTehMixture().model(), x, settings, section["score_samples"]
+        return spec, x, settings, rows_criterion(mixture.WellingTehMixture().model(), section["score_samples"])
     data, _ = logistic.load_data(args.data, spec.pop("train_rows", section["train_rows"]))
     model = logistic.BayesianLogisticRegression(data["x"].shape[1], section["prior_std"]).model()
-    return spec, model, data, settings, section["eval_samples"]
+    return spec, data, settings, rows_criterion(model, section["eval_samples"])
 
 
 def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
@@ -266,17 +280,18 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
     grid = _params(args.grid, "--grid") if args.grid else options.get("grids", {}).get(args.method)
     if not grid:
         raise ValueError(f"no grid to tune {args.method!r} on: give --grid or {args.experiment}.tuning.grids.{args.method}")
-    spec, model, data, settings, samples = _tuning_problem(cfg, args)
+    spec, data, settings, criterion = _tuning_problem(cfg, args)
     params = {"method": args.method, "grid": grid, "fraction": options.get("fraction", 0.2),
               "seeds": options.get("seeds", 2)}
-    target = args.posterior or args.model  # posteriordb, custom: one tuning per posterior
+    target = args.posterior or args.model or args.problem  # posteriordb, custom, sparse_gp: one tuning each
     name = f"tune-{args.method}" + (f"-{target}" if target else "")
-    tags = {"experiment": args.experiment, "role": "tuning", **({"posterior": target} if target else {})}
+    tags = {"experiment": args.experiment, "role": "tuning",
+            **({("problem" if args.problem else "posterior"): target} if target else {})}
     with tracked_run(uri, _experiment_name(cfg, args.experiment), name, params, tags):
         reason = not_tunable(data)
         out = (not_tunable_result(grid, params, reason) if reason else
-               tune(args.method, spec, model, data, settings, grid, seeds=params["seeds"],
-                    fraction=params["fraction"], num_samples=samples))
+               tune(args.method, spec, data, settings, grid, criterion, seeds=params["seeds"],
+                    fraction=params["fraction"]))
         save_json(args.out, out)
         mlflow.log_params({f"chosen.{k}": v for k, v in out["chosen"].items()})
         mlflow.log_metrics({"tuning_seconds": out["seconds"], "tuning_evals": out["evals"],
@@ -461,10 +476,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping")
                 return 0
             (args.seed,), (args.out,) = args.seed, args.out
-            # posteriordb and custom label a run in its file (their tables read it there): a tuned run is
-            # `<label>_tuned`, its method named in its settings
+            # posteriordb and custom label a run in its file (their tables read it there), sparse_gp and lda
+            # in its file and MLflow run name: a tuned run is `<label>_tuned`, its method named in its settings
             label = args.method
-            if tuned is not None and args.experiment in ("posteriordb", "custom"):
+            if tuned is not None and args.experiment in ("posteriordb", "custom", "sparse_gp", "lda"):
                 label, params = f"{args.method}_tuned", {"method": args.method, **params}
             if args.experiment == "custom":
                 if not (args.model and args.reference):
@@ -484,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
                 extra = {"reference": args.reference} if args.reference else {}
                 if args.problem:
                     extra["problem"] = args.problem
-                meta = EXPERIMENTS[args.experiment].run_one(section, args.method, args.seed, args.data, args.out,
+                meta = EXPERIMENTS[args.experiment].run_one(section, label, args.seed, args.data, args.out,
                                                             uri, _experiment_name(cfg, args.experiment), params,
                                                             **extra)
             if tuned is not None:

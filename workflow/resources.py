@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pmd_bench.datasets import wikipedia
@@ -62,6 +62,13 @@ FIGURE_MB = 510.0
 # A method's run: VmHWM of a running paper-config mixture job (blackjax_svgd, 1,500 particles),
 # 1.41 GB. Used for the runs and measurements whose peak was not measured apart.
 RUN_MB = 1409.0
+
+# One sparse-GP run, measured; its tuning and tuned runs scale from it.
+SPARSE_GP_RUN = Anchor(
+    187, 4550, work="sparse_gp", rate_s=15.0 / (512 * 1024**2), size="inducing", anchor_size=1024**2,
+    source="187 s: msd pmd (default config); 15 s per PMD step (16 particles) at M = 1,024, batch "
+    "512, the slowest step measured (docs/findings.md); 4.55 GB: the paper-config PMD job at "
+    "M = 1,024 (docs/findings.md)")
 
 # Measured anchors. Wall times: the start/finish stamps of each job in .snakemake/log/*.log
 # (2026-11-23, 2 jobs at a time on the 2-core machine); "default", "mnist", "paper" name the
@@ -133,11 +140,10 @@ ANCHORS: dict[str, Anchor] = {
         source="226 s: pmd at 11,769 rows (mnist config); 355 s: PMD's stepping at 1,000 particles × "
         "79,441 steps (5 passes of 1,588,815 rows, batch 100; paper scale, docs/findings.md 'On a GPU'); 3.24 GB: the largest "
         "paper-scale job (docs/findings.md)"),
-    "sparse_gp_run": Anchor(
-        187, 4550, work="sparse_gp", rate_s=15.0 / (512 * 1024**2), size="inducing", anchor_size=1024**2,
-        source="187 s: msd pmd (default config); 15 s per PMD step (16 particles) at M = 1,024, batch "
-        "512, the slowest step measured (docs/findings.md); 4.55 GB: the paper-config PMD job at "
-        "M = 1,024 (docs/findings.md)"),
+    "sparse_gp_run": SPARSE_GP_RUN,
+    "sparse_gp_run_tuned": replace(SPARSE_GP_RUN, source="as sparse_gp_run: one run at the chosen settings"),
+    "sparse_gp_tune": replace(SPARSE_GP_RUN, work="sparse_gp_tune", source="as sparse_gp_run, its work the tuning's "
+                              "runs (grid points × tuning seeds) on the training part of the split"),
     "lda_run": Anchor(
         370, RUN_MB, work="lda", rate_s=1.464e-3, method_rates={"tomotopy_gibbs": 4.94e-6},
         section="lda", source="370 s: pmd_m4 on Wikipedia (default config); 1.46 ms per document × particle: gensim, the "
@@ -242,6 +248,13 @@ def _sparse_gp(config, wc):
     return dataset_rows(config, problem["dataset"]) * passes * problem["num_inducing"] ** 2
 
 
+def _sparse_gp_tune(config, wc):
+    """:func:`_sparse_gp` × the tuning's runs (grid points × seeds), each on the training part of its split."""
+    tuning = config["sparse_gp"]["tuning"]
+    points = math.prod(len(values) for values in tuning["grids"][wc["method"]].values())
+    return _sparse_gp(config, wc) * points * tuning.get("seeds", 2) * (1 - tuning.get("fraction", 0.2))
+
+
 def _inducing(config, wc):
     return config["sparse_gp"]["problems"][wc["problem"]]["num_inducing"] ** 2
 
@@ -278,6 +291,7 @@ WORK: dict[str, Callable[[Mapping, Mapping], float]] = {
     "mixture": _mixture,
     "logistic": _logistic,
     "sparse_gp": _sparse_gp,
+    "sparse_gp_tune": _sparse_gp_tune,
     "lda": lambda config, wc: _lda_work(config, wc, config["lda"]["num_passes"]),
     "lda_grid": lambda config, wc: _lda_work(config, wc, config["lda"]["grid"]["num_passes"]),
     "nuts": _nuts,

@@ -6,10 +6,15 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
 * Each point of the method's grid (``<experiment>.tuning.grids.<label>``: ``{setting: [values]}``,
   every combination) runs on the remaining rows at the experiment's run settings (batch size,
   passes), with tuning seeds ``TUNING_SEED + k`` that no reported run uses (those are 0, 1, ...).
-* A point is scored by its held-out log predictive density on the validation rows,
+* A point is scored by its held-out log predictive density on the validation rows, the
+  experiment's :class:`Criterion`. Where the model has a likelihood per row (mixture, logistic,
+  posteriordb, custom: :func:`rows_criterion`) it is
   ``LPD = 1/V Σ_v log Σ_s w_s p(x_v | θ_s)``, over ``n`` points ``(θ_s, w_s)`` of the method's own
   posterior (:func:`pmd.posterior.own_draws`, the yardstick's sample): a criterion every method
   has (Fong et al. 2019 score NPL and its competitors by it) and that never reads the reference.
+  The sparse GP scores its validation rows under the method's Gaussian predictive and LDA its
+  validation documents by the one held-out perplexity estimator
+  (:mod:`workflow.experiments.sparse_gp_tuning`, :mod:`workflow.experiments.lda_tuning`).
   The point with the best mean LPD over the tuning seeds is chosen; a run that raises, or whose
   LPD is not finite, scores ``-inf`` and keeps its error.
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import jax
@@ -44,17 +50,24 @@ def grid_points(grid: dict[str, list]) -> list[dict[str, Any]]:
     return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]
 
 
-def validation_split(data: Any, fraction: float, seed: int) -> tuple[Any, Any]:
-    """``(training rows, validation rows)``: a random ``fraction`` of the rows held out."""
+def split_rows(rows: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(training indices, validation indices)`` of ``rows`` rows, each sorted: a random
+    ``fraction`` of them, drawn with ``seed``, held out."""
     if not 0.0 < fraction < 1.0:
         raise ConfigError(f"the validation fraction must lie in (0, 1), got {fraction!r}")
-    rows = int(jax.tree_util.tree_leaves(data)[0].shape[0])
     held = int(round(fraction * rows))
     if not 1 <= held < rows:
         raise ConfigError(f"a validation split of {fraction} leaves no rows on one side of {rows}")
     order = np.random.default_rng(seed).permutation(rows)
-    take = lambda idx: jax.tree_util.tree_map(lambda a: np.asarray(a)[np.sort(idx)], data)  # noqa: E731
-    return take(order[held:]), take(order[:held])
+    return np.sort(order[held:]), np.sort(order[:held])
+
+
+def validation_split(data: Any, fraction: float, seed: int) -> tuple[Any, Any]:
+    """``(training rows, validation rows)`` of a pytree of arrays whose leading axis is its rows
+    (:func:`split_rows`)."""
+    rows = int(jax.tree_util.tree_leaves(data)[0].shape[0])
+    take = lambda idx: jax.tree_util.tree_map(lambda a: np.asarray(a)[idx], data)  # noqa: E731
+    return tuple(map(take, split_rows(rows, fraction, seed)))
 
 
 def heldout_lpd(posterior, model: Model, valid: Any, key: jax.Array, num_samples: int) -> float:
@@ -62,6 +75,27 @@ def heldout_lpd(posterior, model: Model, valid: Any, key: jax.Array, num_samples
     samples, log_w = own_draws(posterior, key, num_samples)
     loglik = model.batch_log_likelihood(samples, jax.tree_util.tree_map(jnp.asarray, valid))  # (n, V)
     return float(jnp.mean(logsumexp(loglik + log_w[:, None], axis=0)))
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """How one experiment is tuned: ``split(data, fraction, seed) -> (train, valid)`` holds the
+    validation part out of the training data, ``model(train)`` is the model the methods run on,
+    and ``score(result, method, model, valid, key)`` is a finished run's (:class:`pmd.runner.RunResult`)
+    held-out log predictive density on ``valid``, higher better."""
+
+    split: Callable[[Any, float, int], tuple[Any, Any]]
+    model: Callable[[Any], Any]
+    score: Callable[..., float]
+
+
+def rows_criterion(model: Model, num_samples: int) -> Criterion:
+    """The criterion of a model with a likelihood per row (mixture, logistic, posteriordb, custom):
+    rows held out (:func:`validation_split`), scored by :func:`heldout_lpd` over ``num_samples``
+    points of the method's own posterior."""
+    return Criterion(split=validation_split, model=lambda train: model,
+                     score=lambda result, method, model, valid, key: heldout_lpd(result.posterior, model, valid, key,
+                                                                                 num_samples))
 
 
 def not_tunable(data: Any) -> str | None:
@@ -79,16 +113,16 @@ def not_tunable_result(grid: dict[str, list], params: dict, reason: str) -> dict
             "fraction": params["fraction"], "seeds": params["seeds"], "not_tuned": reason}
 
 
-def tune(label: str, spec: dict, model: Model, data: Any, settings: dict, grid: dict[str, list], *,
-         seeds: int = 2, fraction: float = 0.2, num_samples: int = 1000,
-         build: Callable | None = None) -> dict:
-    """Run the module docstring's protocol for method ``label`` (its config entry ``spec``) and
-    return ``{"grid", "points": [{"point", "lpd": [per seed], "mean_lpd", "error"}], "chosen",
-    "seconds", "evals", "grad_evals", "fraction", "seeds"}``. ``settings`` are the runner's
-    ``batch_size`` and ``num_passes``; ``build(spec, model, train, num_steps)`` makes the method
-    (default :func:`workflow.methods.build`)."""
+def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list], criterion: Criterion, *,
+         seeds: int = 2, fraction: float = 0.2, build: Callable | None = None) -> dict:
+    """Run the module docstring's protocol for method ``label`` (its config entry ``spec``) on the
+    experiment's training ``data``, scored by ``criterion``, and return ``{"grid", "points":
+    [{"point", "lpd": [per seed], "mean_lpd", "error"}], "chosen", "seconds", "evals", "grad_evals",
+    "fraction", "seeds"}``. ``settings`` are the runner's ``batch_size`` and ``num_passes``;
+    ``build(spec, model, train, num_steps)`` makes the method (default :func:`workflow.methods.build`)."""
     build = build or (lambda s, m, d, steps: methods.build(label, s, m, d, steps))
-    train, valid = validation_split(data, fraction, TUNING_SEED)
+    train, valid = criterion.split(data, fraction, TUNING_SEED)
+    model = criterion.model(train)
     rows = int(jax.tree_util.tree_leaves(train)[0].shape[0])
     batch = min(settings["batch_size"], rows)
     num_steps = max(1, math.ceil(settings["num_passes"] * rows / batch))
@@ -103,7 +137,7 @@ def tune(label: str, spec: dict, model: Model, data: Any, settings: dict, grid: 
                 seconds += result.step_seconds
                 evals += float(result.curves["evals"][-1])
                 grads += float(result.curves["grad_evals"][-1])
-                scores.append(heldout_lpd(result.posterior, model, valid, jax.random.fold_in(key, 1), num_samples))
+                scores.append(criterion.score(result, method, model, valid, jax.random.fold_in(key, 1)))
             except (ConfigError, FloatingPointError, ValueError) as err:  # a failed point scores -inf
                 error, scores = f"{type(err).__name__}: {err}", scores + [-math.inf]
         mean = float(np.mean(scores)) if all(map(math.isfinite, scores)) else -math.inf

@@ -24,7 +24,11 @@ else:
     FIGURE2_LDA = f"{RESULTS}/figures/figure2_lda.png"
     FIGURE5 = f"{RESULTS}/figures/figure5.png"
     TABLE_LDA_GRID = f"{RESULTS}/figures/table_lda_grid.md"
-    LDA_RUNS = expand(f"{LDA_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LDA_METHODS, seed=LDA_SEEDS)
+    # the tuning protocol (tuning.smk, workflow/experiments/lda_tuning.py): a label with a grid in
+    # lda.tuning.grids is tuned on validation documents of the training corpus and runs again as `<label>_tuned`
+    TUNED["lda"] = {"dir": LDA_DIR, "data": LDA_CORPUS, "extra": {}}
+    LDA_RUNS = expand(f"{LDA_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LDA_METHODS + tuned_labels("lda"),
+                      seed=LDA_SEEDS)
     COST_INPUTS["lda"] = {"runs": LDA_RUNS}
     # grid points as wildcards: eta<η>_n0<n₀>_kappa<κ>
     LDA_GRID = LDA.get("grid")

@@ -16,8 +16,11 @@ else:
     FIGURE2_SGP = f"{RESULTS}/figures/figure2_sparse_gp.png"
     TABLE_SGP = f"{RESULTS}/figures/table_sparse_gp.md"
     FIGURE4 = f"{RESULTS}/figures/figure4.png"
+    # the tuning protocol (workflow/experiments/sparse_gp_tuning.py): a label with a grid in
+    # sparse_gp.tuning.grids is tuned on each problem's training rows and runs again as `<label>_tuned`
+    SGP_GRIDS = list(SGP.get("tuning", {}).get("grids", {}))
     SGP_RUNS = expand(f"{SGP_DIR}/{{problem}}/runs/{{method}}/seed{{seed}}.npz", problem=SGP_PROBLEMS,
-                      method=SGP_METHODS, seed=SGP_SEEDS)
+                      method=SGP_METHODS + tuned_labels("sparse_gp"), seed=SGP_SEEDS)
     COST_INPUTS["sparse_gp"] = {"runs": SGP_RUNS}
 
     ALL_TARGETS.extend([FIGURE2_SGP, TABLE_SGP] + ([FIGURE4] if "gp1d" in SGP_PROBLEMS else []))
@@ -77,6 +80,48 @@ else:
             PMD_BENCH + " --config {input.config} run sparse_gp --problem {wildcards.problem}"
             + " --method {wildcards.method} --seed {wildcards.seed} --data {input.data}"
             + " --reference {input.truth} --out {output} > {log} 2>&1"
+
+    rule sparse_gp_tune:
+        input:
+            config=RESOLVED_CONFIG,
+            data=_sgp_data,
+            store=f"{RESULTS}/.tracking-store",
+        output:
+            f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json",
+        wildcard_constraints:
+            problem="|".join(SGP_PROBLEMS),
+            method="|".join(SGP_GRIDS) or "(?!)",
+        log:
+            f"{RESULTS}/logs/sparse_gp/{{problem}}-tune-{{method}}.log",
+        threads: 1
+        resources:
+            **job_resources("sparse_gp_tune", config),
+        shell:
+            PMD_BENCH + " --config {input.config} tune sparse_gp --problem {wildcards.problem}"
+            + " --method {wildcards.method} --data {input.data} --out {output} > {log} 2>&1"
+
+    rule sparse_gp_run_tuned:
+        input:
+            config=RESOLVED_CONFIG,
+            data=_sgp_data,
+            truth=f"{SGP_DIR}/{{problem}}/truth.npz",
+            store=f"{RESULTS}/.tracking-store",
+            tuning=f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json",
+        output:
+            f"{SGP_DIR}/{{problem}}/runs/{{method}}_tuned/seed{{seed}}.npz",
+        wildcard_constraints:
+            problem="|".join(SGP_PROBLEMS),
+            method="|".join(SGP_GRIDS) or "(?!)",
+            seed=r"\d+",
+        log:
+            f"{RESULTS}/logs/sparse_gp/{{problem}}-{{method}}_tuned-seed{{seed}}.log",
+        threads: 1
+        resources:
+            **job_resources("sparse_gp_run_tuned", config),
+        shell:
+            PMD_BENCH + " --config {input.config} run sparse_gp --problem {wildcards.problem}"
+            + " --method {wildcards.method} --seed {wildcards.seed} --data {input.data}"
+            + " --reference {input.truth} --tuning {input.tuning} --out {output} > {log} 2>&1"
 
     rule sparse_gp_figures:
         input:
