@@ -164,11 +164,9 @@ class StructuredPMDLDA:
         ``weights="predictive"``, its log ``p̂(x_b | β^i)`` (else ``None``)."""
         phi = mean_topics(beta)
         z, soft = gibbs_assignments(key, words, mask, phi, self.model.alpha, self.sweeps, self.burn_in)
-        if self.counts == "sample":
-            soft_or_hard = jax.nn.one_hot(z, self.model.num_topics, dtype=beta.dtype) * mask[..., None]
-        else:
-            soft_or_hard = soft
-        counts = topic_word_counts(words, soft_or_hard, self.model.vocabulary)
+        hard = jax.nn.one_hot(z, self.model.num_topics, dtype=beta.dtype) * mask[..., None]
+        used = hard if self.counts == "sample" else soft
+        counts = topic_word_counts(words, used, self.model.vocabulary)
         if self.weights == "dirichlet_ratio":
             return counts, None
         theta = doc_topic_estimate(soft, self.model.alpha)
