@@ -23,12 +23,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from lda_helpers import best_restart, fit_restarts, small_corpus
+from scipy import integrate, stats
 
 import pmd
 from pmd_bench.baselines.lda import LDASMC, SGRLD, OnlineVB
 from pmd import ConfigError
 from pmd.structured import StructuredPMDLDA
-from pmd.structured.lda import StructuredLDAState
+from pmd.models.lda import LDA
+from pmd.structured.lda import StructuredLDAState, log_dirichlet_ratio
 
 GAP, HELLINGER = 0.05, 0.2
 
@@ -80,6 +82,48 @@ def test_pmd_averaged_counts_keep_the_update_mean_and_cut_its_variance():
     assert var["average"].sum() / var["sample"].sum() < 0.3
 
 
+def test_pmd_dirichlet_ratio_weights_are_f2s_integral():
+    """F.2's closed-form weights (``weights="dirichlet_ratio"``) against the integral that defines
+    them, ``p̃ = ∫ q_t(Φ | Z^i)^{1-ρ} p(Φ)^ρ p(x_b | Φ, z_b)^{(D/B)ρ} dΦ``, by quadrature on a
+    2-word vocabulary (each topic's ``Φ_k`` a Beta, the integral a product of K one-dimensional
+    ones), for two particles with different ``β_t^i`` and unequal weights, one step at ``ρ = 0.4``:
+    ``log_dirichlet_ratio`` must equal ``log p̃`` itself and the step's weights
+    ``normalize((1-ρ) log w + log p̃)``. A wrong power (e.g. ``(D/B)ρ`` on ``log p̃`` as the
+    predictive's), a missing ``(1-ρ)`` or a dropped normaliser moves them by far more than 1e-4."""
+    model = LDA(2, 2, alpha=0.5, beta=0.7)
+    d, rho = 6, 0.4
+    batch = {"words": jnp.asarray([[0, 1, 1, 0], [1, 1, 1, 0]], jnp.int32),
+             "mask": jnp.asarray([[True, True, True, True], [True, True, True, False]])}
+    beta_t = np.array([[[3.0, 1.5], [2.2, 4.0]], [[1.6, 2.5], [5.0, 1.2]]], np.float32)
+    log_w_t = np.log(np.array([0.3, 0.7], np.float32))
+    state = StructuredLDAState(jnp.asarray(beta_t), jnp.asarray(log_w_t), jnp.asarray(0, jnp.int32))
+    method = StructuredPMDLDA(model, d, 2, step_size={"eta": rho, "n0": 0.0, "kappa": 1.0}, threshold=0.0,
+                              weights="dirichlet_ratio")
+    new, _ = method.step(jax.random.key(3), state, batch)
+    beta_next = np.asarray(new.beta, np.float64)
+    counts = beta_next - (1 - rho) * beta_t - rho * model.beta  # (D/B)ρ n_kw, the likelihood's power
+    np.testing.assert_allclose(counts.sum(axis=(1, 2)), rho * d / 2 * 7, rtol=1e-5)  # 7 tokens in the batch
+
+    def log_integral(i):
+        total = 0.0
+        for k in range(2):
+            def integrand(phi, b=beta_t[i, k], c=counts[i, k]):
+                return np.exp((1 - rho) * stats.beta.logpdf(phi, *b) + rho * stats.beta.logpdf(phi, model.beta, model.beta)
+                              + c[0] * np.log(phi) + c[1] * np.log1p(-phi))
+            value, err = integrate.quad(integrand, 0.0, 1.0, epsabs=0.0, epsrel=1e-11)
+            assert err < 1e-9 * value
+            total += np.log(value)
+        return total
+
+    log_p = np.array([log_integral(i) for i in range(2)])
+    assert abs(log_p[0] - log_p[1]) > 0.1  # the particles' weights do change
+    np.testing.assert_allclose(np.asarray(log_dirichlet_ratio(jnp.asarray(beta_t), new.beta, model.beta,
+                                                              jnp.float32(rho))), log_p, atol=1e-4)
+    expected = (1 - rho) * log_w_t + log_p
+    expected -= np.logaddexp.reduce(expected)
+    np.testing.assert_allclose(np.asarray(new.log_weights), expected, atol=1e-4)
+
+
 def test_smc_reads_each_document_once_and_rejuvenation_helps():
     c = small_corpus()
     d = c.counts.shape[0]
@@ -103,6 +147,8 @@ def test_lda_methods_refuse_bad_arguments():
         StructuredPMDLDA(c.model, 400, 1, sweeps=2, burn_in=2)
     with pytest.raises(ConfigError, match="counts must be one of average, sample, got 'mean'"):
         StructuredPMDLDA(c.model, 400, 1, counts="mean")
+    with pytest.raises(ConfigError, match="weights must be one of predictive, dirichlet_ratio"):
+        StructuredPMDLDA(c.model, 400, 1, weights="closed_form")
     with pytest.raises(ConfigError, match="model must be"):
         SGRLD(object(), 400, 1)
     with pytest.raises(ConfigError, match="data_size"):

@@ -189,12 +189,14 @@ def corpus() -> dict:
 
 def test_lda_methods_count_passes_over_each_document(corpus):
     """One pass over a document's tokens at one topic matrix is one evaluation: structured PMD
-    ``B·m·(S + 2)``; SGRLD ``B·(S + 1)`` and ``B`` gradients; online VB ``B·(r + 1)``, ``r`` the
+    ``B·m·(S + 2)`` (``B·m·(S + 1)`` with F.2's closed-form weights, which read no token); SGRLD ``B·(S + 1)`` and ``B`` gradients; online VB ``B·(r + 1)``, ``r`` the
     E-step's rounds (``max_iter`` when ``tol`` is out of reach); SMC ``m·(B + R)`` while it reads."""
     model = lda.LDA(small_corpus().model.num_topics, small_corpus().model.vocabulary)
     m, sweeps, rounds, rejuvenate = 2, 3, 4, 3
     expected = {
         StructuredPMDLDA(model, N, m, sweeps=sweeps, burn_in=1): ([B * m * (sweeps + 2)] * 4, 0),
+        StructuredPMDLDA(model, N, m, sweeps=sweeps, burn_in=1, weights="dirichlet_ratio"):
+            ([B * m * (sweeps + 1)] * 4, 0),
         SGRLD(model, N, m, sweeps=sweeps, burn_in=1): ([B * (sweeps + 1)] * 4, [B] * 4),
         OnlineVB(model, N, max_iter=rounds, tol=1e-30): ([B * (rounds + 1)] * 4, 0),
         LDASMC(model, N, m, data=corpus, rejuvenate=rejuvenate): ([m * (B + rejuvenate)] * 4 + [0] * 2, 0),

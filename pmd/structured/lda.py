@@ -23,13 +23,35 @@ documents, with ``ρ_t = γ̃_t`` (F.2's ``γ_t / D``; H.4's ``η/(n₀ + t^κ)`
    settings (2 passes, one seed) it took the final held-out log-perplexity from 7.43 to 7.28 at 10
    sweeps, where more sampled sweeps changed nothing (7.43); 10 sweeps with 5 of burn-in is the
    default, the budget SGRLD's local step gets too.
-3. **weights** (``m > 1``): ``log w_i ← (1 - ρ_t) log w_i + ρ_t (D/B) Σ_{d∈b} log p̂(x_d | β^i)``
-   (normalised), the prox-mapping's ``q_t^{1-γ̃} · (likelihood)^{Dγ̃}`` on the Z-marginal. The
-   document likelihood ``p̂(x_d | β^i) = Π_n Σ_k θ̂_dk E[Φ_k x_dn]``, with ``θ̂_d`` H.4's estimate
-   from the sweeps after burn-in, stands in for F.2's closed form ``p̃(x_d | z_d, Z^i)`` (whose
-   text is cut from the appendix) — the same predictive that weights Canini et al.'s particles.
+3. **weights** (``m > 1``), two options (``weights``):
+
+   * ``"dirichlet_ratio"``: F.2's closed form, as the paper writes it (Appendix F "Derivation
+     Details for Sparse Gaussian Processes and Latent Dirichlet Allocation", section F.2, the
+     displays right after the mini-batch update of ``β``): with ``p̃(x_d | z_d, Z^i) = ∫ q_t(Φ | Z^i)^{1-γ̃_t} p(Φ)^{γ̃_t} p(x_d | Φ, z_d)^{Dγ̃_t} dΦ``,
+
+     ``p̃(x_d | z_d, Z^i) = Π_k (Γ(Σ_w^W [β_t^i]_kw) / Π_w Γ([β_t^i]_kw))^{1-γ̃_t} (Γ(Wβ₀) / Γ(β₀)^W)^{γ̃_t}
+     Π_w Γ([β_{t+1}^i]_kw) / Γ(Σ_w [β_{t+1}^i]_kw)``,
+
+     a ratio of Dirichlet normalisers ``B(a) = Π_w Γ(a_w) / Γ(Σ_w a_w)``:
+     ``log p̃ = Σ_k [log B(β_{t+1,k}^i) - (1-γ̃_t) log B(β_{t,k}^i) - γ̃_t log B(β₀ 1_W)]``
+     (:func:`log_dirichlet_ratio`, in ``gammaln``), and F.2's
+     ``q_{t+1}(Z^i) ∝ q_t(Z^i) exp(-γ_t/D log q_t(Z^i) + γ_t/D log p(Z^i | α) + log p̃(x_d | z_d, Z^i))``,
+     i.e. ``log w_i ← (1 - ρ_t) log w_i + log p̃`` (normalised; ``log p̃`` already carries the
+     power ``Dγ̃_t``). Like the paper we drop ``log p(Z^i | α)`` ("when D is huge ... we could
+     ignore it"). In the mini-batch setting ``β_{t+1}^i`` is the mini-batch update above, so the
+     batch's counts enter scaled by ``D/B``; with ``counts="average"`` they are the averaged
+     counts the ``β`` update used (``p̃`` is then the integral at the geometric mean of the kept
+     sweeps' ``p(x_b | Φ, z_b)``). ``β₀``'s term is the same for every particle and kept only
+     so that ``log p̃`` is the integral itself (``tests/test_lda_methods.py`` checks it against
+     that integral by quadrature).
+   * ``"predictive"`` (the default): ``log w_i ← (1 - ρ_t) log w_i + ρ_t (D/B) Σ_{d∈b} log p̂(x_d | β^i)``,
+     the prox-mapping's ``q_t^{1-γ̃} · (likelihood)^{Dγ̃}`` on the Z-marginal with the document
+     likelihood ``p̂(x_d | β^i) = Π_n Σ_k θ̂_dk E[Φ_k x_dn]``, ``θ̂_d`` H.4's estimate from the
+     sweeps after burn-in: ``z_d`` summed out rather than fixed at the draw, the predictive that
+     weights Canini et al.'s particles.
+
    When the ESS falls below ``threshold · m`` the particles are resampled (multinomially) and
-   their weights reset.
+   their weights reset. With ``m = 1`` the weight is 1 whatever the option.
 
 The posterior is :class:`pmd.models.lda.TopicSamples` of the particles' ``E[Φ | Z^i] = β^i / Σ_w β^i``
 with weights ``w_i``; held-out ``θ_d`` come from Gibbs sweeps (H.4: "for PMD, SMC and SGRLD").
@@ -37,7 +59,9 @@ The paper runs ``m = 1`` ("one particle is used in SMC and PMD to save the cost"
 
 Work (:func:`pmd.interface.work`; a datum is a document, one pass over its tokens at one topic
 matrix one evaluation): per particle and batch document, the initial draw of ``z_d``, the ``S``
-sweeps and the predictive ``p̂(x_d | β^i)``: ``evals = B·m·(S + 2)``, no gradients.
+sweeps and, with ``weights="predictive"``, the predictive ``p̂(x_d | β^i)``: ``evals = B·m·(S + 2)``
+(``B·m·(S + 1)`` with ``"dirichlet_ratio"``, whose ``O(m K W)`` ``gammaln`` reads no token), no
+gradients.
 """
 
 from __future__ import annotations
@@ -47,6 +71,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import gammaln
 
 from pmd.interface import require_choice, require_fraction, work
 from pmd.models.lda import (TopicSamples, doc_topic_estimate, gibbs_assignments, learning_rate, require_lda,
@@ -71,6 +96,20 @@ def mean_topics(beta: Array) -> Array:
     return beta / beta.sum(axis=-1, keepdims=True)
 
 
+def log_dirichlet_ratio(beta: Array, beta_next: Array, beta0: float, rho: Array) -> Array:
+    """F.2's closed form ``log p̃(x_b | z_b, Z^i)`` (module docstring, item 3) for ``(..., K, W)`` parameters.
+
+    ``Σ_k [log B(β_{t+1,k}) - (1-ρ) log B(β_{t,k}) - ρ log B(β₀ 1_W)]`` with
+    ``log B(a) = Σ_w log Γ(a_w) - log Γ(Σ_w a_w)``; the three ``log Γ`` terms are combined entry by
+    entry before the sums over ``w`` and ``k``, so float32 sums the differences (small where a
+    topic-word pair got no count), not three sums of ``K·W`` large terms. Returns ``(...)``."""
+    w = beta.shape[-1]
+    entries = gammaln(beta_next) - (1.0 - rho) * gammaln(beta) - rho * gammaln(jnp.asarray(beta0, beta.dtype))
+    totals = (gammaln(beta_next.sum(axis=-1)) - (1.0 - rho) * gammaln(beta.sum(axis=-1))
+              - rho * gammaln(jnp.asarray(w * beta0, beta.dtype)))
+    return (entries.sum(axis=-1) - totals).sum(axis=-1)
+
+
 class StructuredPMDLDA:
     """Structured PMD for LDA (F.2) with the interface shared by every method.
 
@@ -84,18 +123,21 @@ class StructuredPMDLDA:
         counts: ``"average"`` (the post-burn-in sweeps' mean, Mimno et al. 2012) or ``"sample"``
             (the last sweep's assignments) in the topics' update.
         threshold: resample when the ESS falls below ``threshold · m``.
+        weights: ``"predictive"`` (``θ̂``-predictive document likelihoods) or ``"dirichlet_ratio"``
+            (F.2's closed form ``p̃``, a ratio of Dirichlet normalisers); module docstring, item 3.
     """
 
     method_family = "particle mirror descent"
     reference = "Dai, He, Dai & Song, AISTATS 2016, Appendix F.2"
 
     def __init__(self, model, data_size: int, num_particles: int = 1, step_size: Any = None, sweeps: int = 10,
-                 burn_in: int = 5, threshold: float = 0.5, counts: str = "average"):
+                 burn_in: int = 5, threshold: float = 0.5, counts: str = "average", weights: str = "predictive"):
         self.model, self.data_size, self.num_particles = require_lda(model, data_size, num_particles)
         self.rate = learning_rate({"eta": 1.0, "n0": 10.0, "kappa": 0.7} if step_size is None else step_size)
         self.sweeps, self.burn_in = require_sweeps(sweeps, burn_in)
         self.threshold = require_fraction("threshold", threshold)
         self.counts = require_choice("counts", counts, ("average", "sample"))
+        self.weights = require_choice("weights", weights, ("predictive", "dirichlet_ratio"))
         self._step = jax.jit(self._step_impl)
 
     def init(self, key: Array) -> StructuredLDAState:
@@ -118,15 +160,18 @@ class StructuredPMDLDA:
         return TopicSamples(mean_topics(state.beta), state.log_weights)
 
     def _particle(self, key, beta, words, mask):
-        """One particle's batch counts ``n_kw`` (``counts``: averaged or last sweep) and its log ``p̂(x_b | β^i)``."""
+        """One particle's batch counts ``n_kw`` (``counts``: averaged or last sweep) and, with
+        ``weights="predictive"``, its log ``p̂(x_b | β^i)`` (else ``None``)."""
         phi = mean_topics(beta)
         z, soft = gibbs_assignments(key, words, mask, phi, self.model.alpha, self.sweeps, self.burn_in)
         hard = jax.nn.one_hot(z, self.model.num_topics, dtype=beta.dtype) * mask[..., None]
+        used = hard if self.counts == "sample" else soft
+        counts = topic_word_counts(words, used, self.model.vocabulary)
+        if self.weights == "dirichlet_ratio":
+            return counts, None
         theta = doc_topic_estimate(soft, self.model.alpha)
         p = jnp.einsum("bk,kbl->bl", theta, jnp.take(phi, words, axis=1))
-        loglik = jnp.sum(jnp.where(mask, jnp.log(p + 1e-30), 0.0))
-        used = hard if self.counts == "sample" else soft
-        return topic_word_counts(words, used, self.model.vocabulary), loglik
+        return counts, jnp.sum(jnp.where(mask, jnp.log(p + 1e-30), 0.0))
 
     def _step_impl(self, key, state, batch):
         words, mask = batch["words"], batch["mask"]
@@ -138,10 +183,15 @@ class StructuredPMDLDA:
         rho = jnp.minimum(self.rate(t), 1.0)
         scale = self.data_size / words.shape[0]
         beta = (1.0 - rho) * state.beta + rho * (self.model.beta + scale * counts)
-        log_w = normalize((1.0 - rho) * state.log_weights + rho * scale * loglik)
+        if self.weights == "dirichlet_ratio":
+            log_p = log_dirichlet_ratio(state.beta, beta, self.model.beta, rho)
+            reads = self.sweeps + 1
+        else:
+            log_p, reads = rho * scale * loglik, self.sweeps + 2
+        log_w = normalize((1.0 - rho) * state.log_weights + log_p)
         ess = effective_sample_size(log_w)
         resample = ess < self.threshold * m
         idx = jnp.where(resample, categorical_draw(k_resample, log_w, m), jnp.arange(m))
         log_w = jnp.where(resample, jnp.full((m,), -jnp.log(m), log_w.dtype), log_w)
         return StructuredLDAState(beta[idx], log_w, t), {"rho": rho, "ess": ess, "resampled": resample,
-                                                         **work(words.shape[0] * m * (self.sweeps + 2))}
+                                                         **work(words.shape[0] * m * reads)}
