@@ -97,5 +97,12 @@ def test_bad_settings_are_named():
         PolyaGammaGibbs(model, data_size=10, num_particles=5, data=grid.data, prior_std=2.0)
     with pytest.raises(ConfigError, match="burn_in"):
         PolyaGammaGibbs(model, data_size=10, num_particles=5, data=grid.data, burn_in=10, num_steps=10)
+    # a burn-in given as a fraction of the run: of num_steps sweeps, rounded down; refused without them
+    assert PolyaGammaGibbs(model, data_size=10, num_particles=5, data=grid.data, burn_in=0.5,
+                           num_steps=51).burn_in == 25
+    with pytest.raises(ConfigError, match="num_steps"):
+        PolyaGammaGibbs(model, data_size=10, num_particles=5, data=grid.data, burn_in=0.5)
+    with pytest.raises(ConfigError, match="fraction"):
+        PolyaGammaGibbs(model, data_size=10, num_particles=5, data=grid.data, burn_in=1.5, num_steps=10)
     with pytest.raises(ConfigError, match="keys 'x' and 'y'"):
         PolyaGammaGibbs(model, data_size=10, num_particles=5, data={"x": grid.data["x"], "z": grid.data["y"]})

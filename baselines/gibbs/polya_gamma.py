@@ -106,7 +106,8 @@ class PolyaGammaGibbs(FullDataStep, RetainedChain):
         num_particles: ``m``, retained samples kept.
         data: the data set ``{"x": (N, d), "y": (N,)}`` (every sweep reads all of it).
         prior_std: ``s`` of the prior ``N(0, s² I)`` (H.2: 1).
-        burn_in: sweeps discarded first.
+        burn_in: sweeps discarded first; a float in ``(0, 1)``: that fraction of the run's
+            ``num_steps`` sweeps (rounded down), as the equal-cost cap gives (BDA3 sec. 11.4's half).
         thin: retain every ``thin``-th sweep after burn-in.
         num_steps: the run length in sweeps, when known, to reject a burn-in that retains nothing.
         truncation: ``K``, terms of the PG(1, c) series (module docstring for the error).
@@ -118,7 +119,7 @@ class PolyaGammaGibbs(FullDataStep, RetainedChain):
     state_type = PGGibbsState
 
     def __init__(self, model, data_size: int, num_particles: int, data: Any = None, prior_std: float = 1.0,
-                 burn_in: int = 100, thin: int = 1, num_steps: int | None = None, truncation: int = 64):
+                 burn_in: int | float = 100, thin: int = 1, num_steps: int | None = None, truncation: int = 64):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)
         if isinstance(prior_std, bool) or not isinstance(prior_std, (int, float)) or not prior_std > 0:
             raise ConfigError(f"prior_std must be a positive number, got {prior_std!r}")
@@ -133,7 +134,11 @@ class PolyaGammaGibbs(FullDataStep, RetainedChain):
             BayesianLogisticRegression(self.model.dim, self.prior_std).check_model(self.model)
         except ModelError as err:
             raise ConfigError(str(err)) from err
-        self.burn_in, self.thin, self.num_steps = require_burn_in(burn_in, thin, num_steps)
+        self.burn_in, self.thin, self.num_steps = require_burn_in(burn_in, thin, num_steps, fraction_ok=True)
+        if isinstance(self.burn_in, float):
+            if self.num_steps is None:
+                raise ConfigError(f"burn_in={burn_in} is a fraction of the run: give num_steps, the run's length in sweeps")
+            self.burn_in = int(self.burn_in * self.num_steps)
         self.truncation = require_positive_int("truncation", truncation)
         self._step = jax.jit(self._step_impl)
 
