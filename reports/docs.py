@@ -139,7 +139,8 @@ def read_sources(text: str, root: Path = ROOT) -> dict[str, str]:
 
 
 def refreshed_sources(text: str, snapshot: dict[str, str], names: list[str], root: Path = ROOT) -> dict[str, str]:
-    """``snapshot`` with the source files of the blocks ``names`` read afresh from ``root``; an
+    """``snapshot`` with the source files of the blocks ``names`` read afresh from ``root`` and
+    without the files no block of ``text`` reads any more (a block removed from the documents); an
     unknown name or a missing file is an error that names it."""
     by_name = {m["name"]: m["path"] for m in blocks(text)}
     unknown = [n for n in names if n not in by_name]
@@ -147,7 +148,8 @@ def refreshed_sources(text: str, snapshot: dict[str, str], names: list[str], roo
         raise ValueError(f"the documents have no generated block {', '.join(map(repr, unknown))}; "
                          f"their blocks are: {', '.join(by_name)}")
     fresh = read_sources("\n".join(m.group(0) for m in blocks(text) if m["name"] in names), root)
-    return {path: fresh.get(path, old) for path, old in snapshot.items()} | fresh
+    used = set(by_name.values())
+    return {path: fresh.get(path, old) for path, old in snapshot.items() if path in used} | fresh
 
 
 def main(check: bool, sources_path: str | None, names: list[str] | None = None, example: bool = False) -> int:

@@ -76,6 +76,9 @@ def test_one_block_is_refreshed_from_its_file_and_the_others_from_the_snapshot(t
     (tmp_path / "results/a.md").write_text("new a\n")
     assert docs.refreshed_sources(text, snapshot, ["a"], tmp_path) == {"results/a.md": "new a\n",
                                                                          "results/b.md": "old b\n"}
+    # a block removed from the documents takes its source out of the snapshot
+    removed = {**snapshot, "results/gone.md": "a block no document has any more\n"}
+    assert "results/gone.md" not in docs.refreshed_sources(text, removed, ["a"], tmp_path)
     with pytest.raises(FileNotFoundError, match="'b'.*results/b.md"):
         docs.refreshed_sources(text, snapshot, ["b"], tmp_path)
     with pytest.raises(ValueError, match="no generated block 'c'"):
