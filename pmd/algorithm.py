@@ -425,7 +425,8 @@ class PMD:
                     k_move, k_kernel = jax.random.split(jax.random.fold_in(key, k_segment + self.max_substeps))
                     target = LogTarget(self.model, data, self.moves.chunk)
                     pos, logp, rate = self.moves(k_move, positions, log_w, target, rows_target, mala_step,
-                                                 order=order if self._tracks_rows else None)
+                                                 order=order if self._tracks_rows else None,
+                                                 kernel=lambda k, p, w: self._kernel(k, p, w, gamma))
                     uniform = jnp.zeros((m,), dtype) - jnp.log(jnp.asarray(m, dtype))
                     base_new = self.model.log_prior_many(pos) - logp
                     return (pos, uniform, base_new, self._kernel(k_kernel, pos, uniform, gamma), rate,
