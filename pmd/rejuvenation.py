@@ -41,6 +41,18 @@ were not invariant (issue 35; ``tests/test_pmd_rejuvenation.py``: five moves of 
 -0.5 ± 0.5% and +0.2 ± 0.2% with ``ε`` frozen). Each move reads the target's rows (``log π`` and its
 gradient at the proposals), the Hessian one more read; the runner counts them as data visited.
 
+Crossing between modes (``independence``, issue 35): MALA's moves stay within a mode, so without
+more a mode's mass is the one the first pass's importance weights gave it, and it varies from run to
+run (sd 0.037 over 40 seeds on the Welling-Teh mixture at ``m = 1000``, twice the 0.016 of 1000
+independent draws). ``independence = k`` ends each round with ``k`` sweeps of an independence
+Metropolis-Hastings sampler whose proposal is the KDE iterate itself (eq. 6, PMD's own redraw
+kernel) fitted to the other half of the population (:func:`independence_sweeps`): its density is
+computable, so the move is exact against the current target (prior × likelihood of the rows seen),
+and ``π/q̃`` weighs each mode by its evidence. Chosen over a tempered proposal (a ladder of
+intermediate targets, each a full read) and over re-weighting the modes by estimated evidences (a
+mode's evidence from its particles is itself an importance-sampling estimate with the error it is
+meant to remove, and it needs the modes labelled).
+
 After the moves the particles are equally weighted draws of the target; their base ratio
 ``log p - log π`` is ``-Σ log p(x|θ)`` up to a constant, which cancels in normalised weights.
 """
@@ -66,7 +78,8 @@ OPTIMAL_ACCEPTANCE = 0.574  # MALA, Roberts & Rosenthal (1998)
 # IBIS on the first pass's partial posteriors, Laplace-preconditioned, and O(log passes) rounds on
 # the full posterior after it. Measured against no moves on the mixture, logistic regression, the
 # posteriordb suite and the conjugate model (README, docs/findings.md 2026-11-25).
-DEFAULT_MOVES = {"kind": "mala", "steps": 5, "at": "doubling", "first_pass": True, "precondition": "hessian"}
+DEFAULT_MOVES = {"kind": "mala", "steps": 5, "at": "doubling", "first_pass": True, "precondition": "hessian",
+                 "independence": 2}
 
 
 @dataclass(frozen=True)
