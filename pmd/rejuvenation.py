@@ -207,7 +207,7 @@ class MALAMoves:
                                            jax.random.split(k_moves, self.steps))
         if self.independence and m >= 2:
             if kernel is None:
-                raise ValueError("independence sweeps draw from a KDE: pass kernel=, a rule (key, θ, log α) -> Kernel")
+                raise ValueError("independence sweeps draw from a KDE: pass kernel=, (key, θ, log α) -> Kernel")
             x, logp, _ = independence_sweeps(jax.random.fold_in(key, 2), x, logp, target, count, order, kernel,
                                              self.independence)
         return x, logp, jnp.mean(rates)
@@ -222,20 +222,28 @@ def independence_sweeps(key: Array, x: Array, logp: Array, target: "LogTarget", 
     The population is split at random into halves ``A`` and ``B``. Every particle ``θ`` of ``A``
     proposes ``θ' ~ q̃_B``, the KDE (eq. 6) that ``kernel`` fits to ``B`` (PMD's own redraw kernel:
     per mode Liu-West), an independent draw for each particle, accepted with probability
-    ``min(1, π(θ') q̃_B(θ) / (π(θ) q̃_B(θ')))``; then ``B`` moves the same way with the KDE of the moved
-    ``A``. Why: MALA's moves stay within a mode, so after them a mode's mass is still the one the
-    first pass's importance weights gave it (issue 35). ``q̃`` covers every mode the population holds,
-    and the ratio ``π/q̃`` weighs each mode by its evidence under the exact target: where the cloud holds
-    a mode's share ``a ≥ p`` against the target's ``p`` and matches the target's shape within each mode,
-    a particle's mode is a two-state chain with ``P(to the other) = 1 - a`` and ``P(back) = p(1-a)/(1-p)``,
-    whose second eigenvalue is ``(a - p)/(1 - p)``: its mode after one sweep is nearly independent of
-    its mode before it, and the masses converge to the target's instead of staying where the first
-    pass put them (a KDE's mismatch within a mode lowers the acceptance and slows this). Why halves: a proposal built from the particle being
-    moved (a KDE with a kernel on it) ties the kernel to the state, and the move is not invariant;
-    ``q̃_B`` is a fixed density given ``B``, so if the population is i.i.d. from ``π`` the move keeps
-    ``A`` i.i.d. ``π`` given ``B`` (and the next half's move likewise), exactly, at any ``m``. The draws of
-    ``θ'`` are independent (not stratified) for the same reason. Costs one read of the target's rows
-    per sweep (the value at ``m`` proposals) and two ``m/2 × m/2`` kernel evaluations."""
+    ``min(1, π(θ') q̃_B(θ) / (π(θ) q̃_B(θ')))`` (Tierney 1994); then ``B`` moves the same way with the
+    KDE of the moved ``A``.
+
+    Why: MALA's moves stay within a mode, so after them a mode's mass is still the one the first
+    pass's importance weights gave it (issue 35). ``q̃`` covers every mode the population holds, and
+    the ratio ``π/q̃`` weighs each mode by its evidence under the exact target: where the cloud holds a
+    mode's share ``a ≥ p`` against the target's ``p`` and matches the target's shape within each mode,
+    a particle's mode is a two-state chain with ``P(to the other) = 1 - a`` and ``P(back) =
+    p(1-a)/(1-p)``, whose second eigenvalue is ``(a - p)/(1 - p)``: its mode after a sweep is nearly
+    independent of its mode before it, and the masses converge to the target's. A KDE's mismatch
+    within a mode lowers the acceptance and slows this: measured on the Welling-Teh mixture (1000
+    exact draws weighted to put 0.8 on a mode whose mass is 0.541; 8 keys), one round of the default's
+    moves leaves 0.766 without sweeps and 0.638, 0.561, 0.542 after 1, 2, 3 sweeps (acceptance 0.86).
+
+    Why halves: a proposal built from the particles being moved (a KDE with a kernel on each) ties
+    the proposal to the state, and the move is not invariant (measured: 2 sweeps of 8 exact draws of
+    a 2-d Gaussian posterior, a KDE fitted to all 8, leave 0.67 of the variance; from the other half,
+    0.997 ± 0.008). ``q̃_B`` is a fixed density given ``B``, so if the population is i.i.d. from ``π``
+    the move keeps ``A`` i.i.d. ``π`` given ``B`` (and the next half's move likewise), exactly, at any
+    ``m``; the draws of ``θ'`` are independent (not stratified) for the same reason. Costs one read of
+    the target's rows per sweep (the value at ``m`` proposals) and the KDE of ``m/2`` centres at ``m``
+    points per half."""
     m = x.shape[0]
     half = m // 2
     k_perm, k_sweeps = jax.random.split(key)

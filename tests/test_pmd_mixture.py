@@ -43,20 +43,21 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     both modes kept in every run, the mass of the mode θ1 > 0 unbiased, and the sharp total
     variation (LOO KDE), averaged over the runs, within a multiple of that of as many exact draws.
 
-    A mode's mass in one run is not a binomial proportion of 1000 independent particles (sd 0.016):
-    resampling and the moves, which do not cross between the modes, correlate the particles, so the
-    balance is set by the early steps. Measured over seeds 0-39 at m = 1000 (exact mass 0.5406):
-    given the data (``data=x``: the default's IBIS moves, ``pmd.rejuvenation.DEFAULT_MOVES``), mean
-    error -0.004, run-to-run sd 0.037 in float32 and 0.055 in float64 (seeds 4-39; mean error
-    -0.003, largest error 0.18); streaming (no data, no moves), float32: mean error 0.004, sd
-    0.054, largest error 0.15 (5% of runs beyond 0.1, the per-run bound this test used before). The
-    tests: every run keeps at least a quarter of the mass on each mode (a lost mode gives < 0.05;
-    in those 116 runs no mode kept less than 0.31), and the mean over the 4 runs lies within 3
-    standard errors (3 sd / 2, with the larger measured sd) of the exact mass. Total variation on seeds 0-3
-    in float32: 0.12-0.14 given the data and 0.12-0.14 streaming (0.13-0.28 streaming in earlier
-    measurements), against 0.136 for 1000 exact draws; held to 1.5× the floor given the data
-    (single floor estimates range 0.12-0.2 over seeds) and 2× streaming (the paper variant on the
-    same settings loses a mode, mass 0.0 or 1.0, about one run in ten)."""
+    A mode's mass in one run is a binomial proportion of 1000 independent particles (sd 0.016) only
+    if the particles cross between the modes: resampling and moves that do not cross correlate them,
+    and the balance is the one the early steps set. Measured over seeds 0-39 at m = 1000 in float32
+    (exact mass 0.5406; ``benchmarks/bench_mode_balance.py``, docs/findings.md): given the data
+    (``data=x``: the default's moves, ``pmd.rejuvenation.DEFAULT_MOVES``, whose rounds end with
+    independence sweeps that cross between the modes), mean error MEANERR, run-to-run sd SDAFTER, largest
+    error MAXAFTER; the same moves without the sweeps, sd SDBEFORE (float64 was not measured with the
+    sweeps; without them its sd was 0.055 against 0.037 in float32); streaming (no data, no moves),
+    float32: mean error 0.004, sd 0.054, largest error 0.15. The tests: every run keeps at least a
+    quarter of the mass on each mode (a lost mode gives < 0.05), and the mean over the 4 runs lies
+    within 3 standard errors (3 sd / 2) of the exact mass. Total variation on seeds 0-3 in float32
+    (given the data: before the sweeps): 0.12-0.14 given the data and 0.12-0.14 streaming (0.13-0.28
+    streaming in earlier measurements), against 0.136 for 1000 exact draws; held to 1.5× the floor
+    given the data (single floor estimates range 0.12-0.2 over seeds) and 2× streaming (the paper
+    variant on the same settings loses a mode, mass 0.0 or 1.0, about one run in ten)."""
     given_data, mass_sd, tv_factor = DEFAULT_CASES[case]
     mix, x, true = problem
     exact_right = float(np.exp(np.asarray(true.log_prob))[GRID.points[:, 0] > 0].sum())
