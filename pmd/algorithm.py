@@ -58,7 +58,10 @@ Two variants share that update (``variant``):
   rows seen (Chopin's IBIS; ``step`` then needs ``rows=``, the batch's row indices, which
   :func:`pmd.run` passes), and at the end of passes 1, 2, 4, ... on the posterior itself, scaled
   by the target's Laplace covariance (minus its inverse Hessian at the cloud's mean; the cloud's
-  covariance where that is not positive definite, as between two modes). Only there is the
+  covariance where that is not positive definite, as between two modes), each round ending with
+  2 sweeps of an independence sampler whose proposal is the KDE iterate of the other half of the
+  particles, so that particles cross between modes and a mode's mass converges to the target's
+  instead of keeping the one the first pass's weights gave it (issue 35). Only there is the
   iterate known, so only there does a kernel that keeps the target invariant keep the iterate
   invariant. The remedy for the limit above; the rows each move reads are counted in
   ``info["visited"]`` (``O(log N)`` reads of the rows seen in the first pass, ``O(log passes)``
@@ -425,7 +428,8 @@ class PMD:
                     k_move, k_kernel = jax.random.split(jax.random.fold_in(key, k_segment + self.max_substeps))
                     target = LogTarget(self.model, data, self.moves.chunk)
                     pos, logp, rate = self.moves(k_move, positions, log_w, target, rows_target, mala_step,
-                                                 order=order if self._tracks_rows else None)
+                                                 order=order if self._tracks_rows else None,
+                                                 kernel=lambda k, p, w: self._kernel(k, p, w, gamma))
                     uniform = jnp.zeros((m,), dtype) - jnp.log(jnp.asarray(m, dtype))
                     base_new = self.model.log_prior_many(pos) - logp
                     return (pos, uniform, base_new, self._kernel(k_kernel, pos, uniform, gamma), rate,

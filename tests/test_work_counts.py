@@ -257,8 +257,9 @@ def test_laplace_starts_are_counted_once(name):
 def test_pmd_counts_its_batches_redraws_and_moves():
     """The paper variant: the batch at its ``m`` particles every step, no gradients. The default:
     the batch at ``m`` particles once per segment plus once per redraw, and each round of moves
-    ``rows · m · (steps + 1)`` values and gradients (:meth:`pmd.rejuvenation.MALAMoves.work`), so
-    its gradients are exactly the moves' and come only in steps that moved."""
+    ``rows · m · (steps + 1)`` values and gradients and ``rows · m · independence`` values
+    (:meth:`pmd.rejuvenation.MALAMoves.work`), so its gradients are exactly the moves' and come only
+    in steps that moved."""
     m = 8
     evals, grads = per_step(run(pmd.PMD(CONJ.model, N, m, variant="paper"), CONJ.data), 1.0)
     np.testing.assert_array_equal(evals, B * m)
@@ -272,5 +273,6 @@ def test_pmd_counts_its_batches_redraws_and_moves():
     per_round = move_rows * m * (default.moves.steps + 1) + (default.moves.precondition == "hessian") * move_rows
     np.testing.assert_allclose(grads, np.where(moved, per_round + (default.moves.precondition == "hessian")
                                                * move_rows * (CONJ.model.dim - 1), 0.0))
-    np.testing.assert_allclose(evals, (1 + redraws) * B * m + np.where(moved, per_round, 0.0))
+    independence = move_rows * m * default.moves.independence  # values at the sweeps' proposals, no gradients
+    np.testing.assert_allclose(evals, (1 + redraws) * B * m + np.where(moved, per_round + independence, 0.0))
     assert moved.any() and not moved.all()

@@ -2,11 +2,16 @@
 
 ``x ~ ½ N(θ1, σx²) + ½ N(θ1 + θ2, σx²)`` with ``θ1 ~ N(0, σ1²)``, ``θ2 ~ N(0, σ2²)``,
 ``(σ1, σ2, σx) = (1, 1, 2.5)``; 1000 points from ``θ = (1, -2)``. The posterior has a second,
-equivalent mode near ``(-1, 2)`` (swap the components); it is computed exactly on a grid.
+equivalent mode near ``(-1, 2)`` (swap the components); it is computed exactly on a grid. The prior
+is not symmetric under the swap, so the modes' masses differ (0.54 and 0.46 on the paper's data).
+:class:`SymmetricMixture` is the same mixture parametrised by its two component means, each with a
+``N(0, 1)`` prior, so that swapping them leaves prior and likelihood unchanged: two modes of mass
+exactly ½.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -32,11 +37,18 @@ class WellingTehMixture:
         if jnp.ndim(x) != 0:
             raise ValueError(f"a mixture datum is a scalar, got shape {jnp.shape(x)}")
         sx, p = self.noise_std, self.weight
+        first, second = self.component_means(theta)
         comp = jnp.stack([
-            math.log(p) + gaussian_log_density(x[None], theta[0:1], sx),
-            math.log(1 - p) + gaussian_log_density(x[None], theta[0:1] + theta[1:2], sx),
+            math.log(p) + gaussian_log_density(x[None], first[None], sx),
+            math.log(1 - p) + gaussian_log_density(x[None], second[None], sx),
         ])
         return logsumexp(comp)
+
+    truth = (1.0, -2.0)  # the paper's θ
+
+    def component_means(self, theta):
+        """The two components' means: ``(θ1, θ1 + θ2)``."""
+        return theta[0], theta[0] + theta[1]
 
     def log_prior(self, theta):
         """``log N(θ; 0, diag(σ1², σ2²))``."""
@@ -53,11 +65,12 @@ class WellingTehMixture:
             name="welling-teh-mixture",
         )
 
-    def simulate(self, seed: int, n: int = 1000, theta=(1.0, -2.0)) -> np.ndarray:
-        """``n`` draws of ``x`` given ``θ`` (the paper: 1000 points from ``θ = (1, -2)``)."""
+    def simulate(self, seed: int, n: int = 1000, theta=None) -> np.ndarray:
+        """``n`` draws of ``x`` given ``θ`` (default ``truth``; the paper: 1000 points from ``θ = (1, -2)``)."""
         rng = np.random.default_rng(seed)
         second = rng.random(n) >= self.weight
-        loc = theta[0] + np.where(second, theta[1], 0.0)
+        first_mean, second_mean = self.component_means(np.asarray(self.truth if theta is None else theta))
+        loc = np.where(second, second_mean, first_mean)
         return (loc + self.noise_std * rng.standard_normal(n)).astype(np.float32)
 
     def grid_posterior(self, x: np.ndarray, grid: Grid, chunk: int = 8192) -> GridPosterior:
@@ -68,3 +81,20 @@ class WellingTehMixture:
         pts = np.asarray(grid.points)
         values = np.concatenate([np.asarray(batched(pts[i:i + chunk])) for i in range(0, len(pts), chunk)])
         return GridPosterior.from_unnormalized(grid, values)
+
+
+@dataclass(frozen=True)
+class SymmetricMixture(WellingTehMixture):
+    """``x ~ ½ N(μ1, σx²) + ½ N(μ2, σx²)`` with ``μ1, μ2 ~ N(0, 1)`` independently, ``θ = (μ1, μ2)``:
+    prior and likelihood are unchanged by the swap ``μ1 ↔ μ2``, so the posterior's two modes (either
+    side of ``μ1 = μ2``) have mass exactly ½. The default truth ``μ = (1, -1)`` generates the same data
+    as the Welling-Teh mixture's ``θ = (1, -2)``."""
+
+    truth = (1.0, -1.0)
+
+    def component_means(self, theta):
+        """The two components' means: ``(μ1, μ2)``."""
+        return theta[0], theta[1]
+
+    def model(self) -> Model:
+        return dataclasses.replace(super().model(), name="symmetric-mixture")
