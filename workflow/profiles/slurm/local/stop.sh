@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ends the one-node cluster that start.sh started: exactly the daemons named in its pid files
-# (slurmd, slurmctld, munged), each with SIGTERM and up to 30 s to exit. The state folder stays
-# (its logs and job completion file); start.sh overwrites its slurm.conf.
+# (slurmd, slurmctld, munged), each with SIGTERM and up to 30 s to exit, and the slurm.conf it wrote.
+# The state folder stays (its logs and the job completion file that `sacct -c` reads).
 set -uo pipefail
 STATE="${PMD_BENCH_SLURM_DIR:-/tmp/pmd-bench-slurm}"
 for daemon in slurmd slurmctld munge; do
@@ -14,3 +14,6 @@ for daemon in slurmd slurmctld munge; do
   fi
   rm -f "$pidfile"
 done
+if grep -qF "# written by pmd-bench's workflow/profiles/slurm/local/start.sh" /etc/slurm/slurm.conf 2>/dev/null; then
+  rm -f /etc/slurm/slurm.conf
+fi
