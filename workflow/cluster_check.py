@@ -54,12 +54,21 @@ def _run(cmd: list[str], **kwargs) -> str:
     return done.stdout
 
 
+class ClusterUnavailable(RuntimeError):
+    """start.sh cannot start a cluster here: not root, slurm-wlm not installable, or a SLURM
+    configuration or cluster already there (its message says which)."""
+
+
 @contextmanager
 def cluster(state: Path, root: Path) -> Iterator[Path]:
     """The one-node cluster of start.sh with its state in ``state``, stopped by stop.sh (only the
-    daemons it started) when the block ends."""
+    daemons it started) when the block ends; :class:`ClusterUnavailable` when start.sh refuses."""
     env = {**os.environ, "PMD_BENCH_SLURM_DIR": str(state)}
-    _run([str(root / LOCAL / "start.sh")], env=env, timeout=600)
+    done = subprocess.run([str(root / LOCAL / "start.sh")], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode in (2, 3, 4):  # start.sh's refusals (its messages)
+        raise ClusterUnavailable(done.stderr.strip())
+    if done.returncode != 0:
+        raise RuntimeError(f"start.sh exited {done.returncode}: {done.stderr[-2000:]} (logs in {state}/log)")
     try:
         yield state
     finally:
