@@ -46,18 +46,19 @@ def test_workflow_through_slurm_and_an_mlflow_server_survives_the_faults(tmp_pat
     states = sorted(job["state"].split()[0] for job in report["sacct"])
     # mixture_data, 2 runs, the rerun of the cancelled one, mixture_figures; the local rules are no jobs
     assert states == ["CANCELLED"] + ["COMPLETED"] * 4, summary
-    assert ml["cluster_finished"] == ml["local_finished"] == 2, summary
-    (killed,) = ml["not_finished_on_cluster"]
-    assert killed["status"] == "KILLED" and killed["slurm_job_id"] == first["cancelled"]["job"], summary
+    assert ml["cluster_runs"] == ml["cluster_finished"] == ml["local_finished"] == 2, summary
+    (killed,) = ml["cancelled_runs"]
+    assert killed["status"] == "KILLED" and killed["name"] == first["cancelled"]["run"], summary
 
 
 def passing_report() -> dict:
-    """A report as :func:`cluster_check.check` returns it when everything held."""
-    run = {"experiment": "pmd-bench/mixture", "role": "", "status": "FINISHED", "slurm_job_id": "2"}
-    cluster_runs = [{**run, "name": "sgld-seed0"}, {**run, "name": "pmd-seed0", "slurm_job_id": "4"},
-                    {**run, "name": "pmd-seed0", "status": "KILLED", "slurm_job_id": "3"},
-                    {**run, "name": "workflow x", "role": "workflow", "slurm_job_id": ""}]
-    local_runs = [{**run, "name": "sgld-seed0", "slurm_job_id": ""}, {**run, "name": "pmd-seed0", "slurm_job_id": ""}]
+    """A report as :func:`cluster_check.check` returns it when everything held: job 3 cancelled,
+    its run KILLED and run again as job 4; `npv` failed as a result, on both sides."""
+    run = {"experiment": "pmd-bench/mixture", "role": "", "status": "FINISHED", "slurm_job_id": ""}
+    local_runs = [{**run, "name": "sgld-seed0"}, {**run, "name": "pmd-seed0"}, {**run, "name": "npv-seed0", "status": "FAILED"}]
+    cluster_runs = [{**r, "slurm_job_id": str(i)} for i, r in enumerate(local_runs, 10)] + [
+        {**run, "name": "pmd-seed0", "status": "KILLED", "slurm_job_id": "3"},
+        {**run, "name": "workflow x", "role": "workflow"}]
     return {
         "first": {"rc": 1, "wall_s": 1.0, "cancelled": {"job": "3", "run": "pmd-seed0", "at_s": 1.0},
                   "slurmd": {"running_jobs": ["2"], "at_s": 2.0, "away_s": 5.0}},
@@ -65,24 +66,25 @@ def passing_report() -> dict:
         "sacct": [{"id": "2", "state": "COMPLETED", "rule": "mixture_run"},
                   {"id": "3", "state": "CANCELLED by 0", "rule": "mixture_run"},
                   {"id": "4", "state": "COMPLETED", "rule": "mixture_run"}],
+        "runs": {"cluster": cluster_runs, "local": local_runs},
         "mlflow": cluster_check.compare(cluster_runs, local_runs, "3"),
     }
 
 
 def test_the_report_names_each_thing_that_went_wrong():
-    assert cluster_check.failures(passing_report()) == []
-    broken = copy.deepcopy(passing_report())
+    good = passing_report()
+    assert cluster_check.failures(good) == []
+    assert (good["mlflow"]["cluster_runs"], good["mlflow"]["local_finished"]) == (3, 2)
+    broken = copy.deepcopy(good)
     broken["sacct"][0]["state"] = "FAILED"
     broken["rerun"]["rc"] = 1
-    broken["mlflow"]["not_finished_on_cluster"][0]["status"] = "RUNNING"  # a run left open by its job
-    broken["mlflow"]["missing_on_cluster"] = ["pmd-bench/mixture/smc-seed0"]
+    broken["runs"]["cluster"][3]["status"] = "RUNNING"  # the cancelled job's run left open
+    broken["runs"]["cluster"][0]["name"] = "smc-seed0"  # a run under another name than the local one's
+    broken["mlflow"] = cluster_check.compare(broken["runs"]["cluster"], broken["runs"]["local"], "3")
     problems = cluster_check.failures(broken)
-    assert len(problems) == 4, problems
+    assert len(problems) == 5, problems
     assert any("job 2 (mixture_run) ended FAILED" in p for p in problems)
     assert any("pmd-seed0 is RUNNING" in p for p in problems)
-    twice = cluster_check.compare([*passing_report()["mlflow"]["not_finished_on_cluster"],
-                                   {"experiment": "e", "name": "a", "status": "FINISHED", "role": "", "slurm_job_id": "5"},
-                                   {"experiment": "e", "name": "a", "status": "FINISHED", "role": "", "slurm_job_id": "6"}],
-                                  [{"experiment": "e", "name": "a", "status": "FINISHED", "role": "", "slurm_job_id": ""}],
-                                  "3")
-    assert twice["extra_on_cluster"] == ["e/a"]  # a run logged twice is not "each once"
+    assert broken["mlflow"]["missing_on_cluster"] == ["pmd-bench/mixture/sgld-seed0 FINISHED"]
+    twice = cluster_check.compare(good["runs"]["cluster"] + good["runs"]["cluster"][:1], good["runs"]["local"], "3")
+    assert twice["extra_on_cluster"] == ["pmd-bench/mixture/sgld-seed0 FINISHED"]  # logged twice is not "each once"

@@ -18,8 +18,9 @@ docs/cluster.md, "A cluster on one machine").
 It then reads ``sacct -c`` (the job completion file: no slurmdbd here, start.sh) and both servers'
 runs, and returns (and :func:`main` writes as JSON and Markdown, the docs block ``slurm-ci``) what
 must hold: every SLURM job COMPLETED but the cancelled one, CANCELLED; the rerun exiting 0; the
-cluster server's FINISHED runs equal, name for name and each once, to the local run's; its only
-other runs the cancelled job's, KILLED or FAILED; none RUNNING. :func:`failures` lists what did not.
+cluster server's runs equal, name and status alike and each once, to the local run's (all FINISHED
+but a method's recorded failure, FAILED on both sides), besides the cancelled job's run, KILLED or
+FAILED; no run RUNNING. :func:`failures` lists what did not.
 """
 
 from __future__ import annotations
@@ -165,21 +166,25 @@ def _config_copy(config: Path, results: Path, out: Path) -> Path:
 
 
 def compare(cluster_runs: list[dict], local_runs: list[dict], cancelled_job: str | None) -> dict:
-    """The cluster server's runs against the local run's (workflow parent runs apart): FINISHED runs
-    per (experiment, name) on each side, and the cluster's runs in any other status."""
-    def finished(rs):
-        return collections.Counter(f"{r['experiment']}/{r['name']}" for r in rs
-                                   if r["role"] != "workflow" and r["status"] == "FINISHED")
+    """The cluster server's runs against the local run's, workflow parent runs apart, counted per
+    ``experiment/name status`` (a method whose failure is its result, as posteriordb's runs record
+    one, ends FAILED on both sides), the cancelled job's runs set aside; and every RUNNING run."""
+    def key(run):
+        return f"{run['experiment']}/{run['name']} {run['status']}"
 
-    ours, theirs = finished(cluster_runs), finished(local_runs)
+    ours = [r for r in cluster_runs if r["role"] != "workflow"]
+    cancelled = [r for r in ours if cancelled_job and r["slurm_job_id"] == cancelled_job]
+    mine = collections.Counter(key(r) for r in ours if r not in cancelled)
+    theirs = collections.Counter(key(r) for r in local_runs if r["role"] != "workflow")
     return {
-        "local_finished": sum(theirs.values()),
-        "cluster_finished": sum(ours.values()),
-        "missing_on_cluster": sorted((theirs - ours).elements()),
-        "extra_on_cluster": sorted((ours - theirs).elements()),
-        "not_finished_on_cluster": [r for r in cluster_runs if r["role"] != "workflow" and r["status"] != "FINISHED"],
-        "local_not_finished": [r for r in local_runs if r["status"] != "FINISHED"],
-        "cancelled_job": cancelled_job,
+        "local_runs": sum(theirs.values()),
+        "cluster_runs": sum(mine.values()),
+        "local_finished": sum(n for k, n in theirs.items() if k.endswith(" FINISHED")),
+        "cluster_finished": sum(n for k, n in mine.items() if k.endswith(" FINISHED")),
+        "missing_on_cluster": sorted((theirs - mine).elements()),
+        "extra_on_cluster": sorted((mine - theirs).elements()),
+        "cancelled_runs": cancelled,
+        "running": sorted(key(r) for r in cluster_runs + local_runs if r["status"] == "RUNNING"),
         "workflow_parents": sorted(r["status"] for r in cluster_runs if r["role"] == "workflow"),
     }
 
@@ -213,6 +218,7 @@ def check(config: Path, work: Path, targets: list[str] | None = None, cores: int
         cmd = [*snakemake, *[str(results / t) for t in targets or []], "--cores", str(cores), "--configfile", str(cfg)]
         report["local"] = timed(cmd, {**base_env, "MLFLOW_TRACKING_URI": url}, work / "local.log")
         local_runs = runs(url)
+    report["runs"] = {"cluster": cluster_runs, "local": local_runs}
     report["mlflow"] = compare(cluster_runs, local_runs, (report["first"]["cancelled"] or {}).get("job"))
     report["failures"] = failures(report)
     return report
@@ -238,15 +244,16 @@ def failures(report: dict) -> list[str]:
     if cancelled and cancelled not in {j["id"] for j in report["sacct"]}:
         bad.append(f"the cancelled job {cancelled} is not in sacct -c")
     if ml["missing_on_cluster"] or ml["extra_on_cluster"]:
-        bad.append(f"FINISHED runs differ: missing on the cluster {ml['missing_on_cluster']}, "
-                   f"extra {ml['extra_on_cluster']}")
+        bad.append(f"the runs differ: missing on the cluster {ml['missing_on_cluster']}, extra {ml['extra_on_cluster']}")
     if ml["local_finished"] == 0:
-        bad.append("the local run logged no MLflow run")
-    for run in ml["not_finished_on_cluster"]:
-        if run["status"] not in ("KILLED", "FAILED") or run["slurm_job_id"] != cancelled:
-            bad.append(f"cluster run {run['experiment']}/{run['name']} is {run['status']} (SLURM job {run['slurm_job_id']})")
-    if ml["local_not_finished"]:
-        bad.append(f"local runs not FINISHED: {ml['local_not_finished']}")
+        bad.append("the local run logged no FINISHED MLflow run")
+    if cancelled and not ml["cancelled_runs"]:
+        bad.append(f"no MLflow run of the cancelled job {cancelled}")
+    for run in ml["cancelled_runs"]:
+        if run["status"] not in ("KILLED", "FAILED"):
+            bad.append(f"the cancelled job's run {run['experiment']}/{run['name']} is {run['status']}")
+    if ml["running"]:
+        bad.append(f"runs left RUNNING: {ml['running']}")
     return bad
 
 
@@ -265,19 +272,22 @@ def markdown(report: dict) -> str:
         "|---|---|---|",
         f"| SLURM profile, with the faults | {first['rc']} | {first['wall_s'] / 60:.1f} min |",
         f"| the same command again | {report['rerun']['rc']} | {report['rerun']['wall_s'] / 60:.1f} min |",
-        f"| `snakemake --cores {report['cores']}` (local, the comparison) | {report['local']['rc']} "
+        f"| `snakemake --cores {report['cores']}` (local, the comparison; JAX's compilation cache warm) "
+        f"| {report['local']['rc']} "
         f"| {report['local']['wall_s'] / 60:.1f} min |",
         "",
         f"Faults: `scancel` of SLURM job {cancelled.get('job', '—')} (run `{cancelled.get('run', '—')}`, "
         f"{cancelled.get('at_s', '—')} s in); SIGKILL of `slurmd` {slurmd.get('at_s', '—')} s in while job(s) "
         f"{', '.join(slurmd.get('running_jobs', [])) or '—'} ran, back {slurmd.get('away_s', '—')} s later.",
         "",
-        f"MLflow: **{ml['cluster_finished']}** FINISHED runs on the cluster's server, **{ml['local_finished']}** "
-        f"in the local run, the same names each once ({len(ml['missing_on_cluster'])} missing, "
-        f"{len(ml['extra_on_cluster'])} extra); other runs: "
-        + (", ".join(f"`{r['name']}` {r['status']} (job {r['slurm_job_id']})" for r in ml["not_finished_on_cluster"])
-           or "none")
-        + f"; workflow parent runs: {', '.join(ml['workflow_parents']) or 'none'}.",
+        f"MLflow: **{ml['cluster_runs']}** runs on the cluster's server ({ml['cluster_finished']} FINISHED), "
+        f"**{ml['local_runs']}** in the local run ({ml['local_finished']} FINISHED; a FAILED one is a method whose "
+        f"failure is its result), name and status alike, each once ({len(ml['missing_on_cluster'])} missing, "
+        f"{len(ml['extra_on_cluster'])} extra), {len(ml['running'])} RUNNING; besides them the cancelled job's: "
+        + (", ".join(f"`{r['name']}` {r['status']}" for r in ml["cancelled_runs"]) or "none")
+        + f". Workflow parent runs (one per experiment and invocation): "
+        + ", ".join(f"{n} {status}" for status, n in sorted(collections.Counter(ml["workflow_parents"]).items()))
+        + ".",
         "",
         f"`sacct -c`: {len(report['sacct'])} jobs.",
         "",
