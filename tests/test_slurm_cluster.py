@@ -54,13 +54,13 @@ def test_workflow_through_slurm_and_an_mlflow_server_survives_the_faults(tmp_pat
 def passing_report() -> dict:
     """A report as :func:`cluster_check.check` returns it when everything held: job 3 cancelled,
     its run KILLED and run again as job 4; `npv` failed as a result, on both sides."""
-    run = {"experiment": "pmd-bench/mixture", "role": "", "status": "FINISHED", "slurm_job_id": ""}
+    run = {"experiment": "pmd-bench/mixture", "role": "", "status": "FINISHED", "slurm_job_id": "", "end_ms": 2000}
     local_runs = [{**run, "name": "sgld-seed0"}, {**run, "name": "pmd-seed0"}, {**run, "name": "npv-seed0", "status": "FAILED"}]
     cluster_runs = [{**r, "slurm_job_id": str(i)} for i, r in enumerate(local_runs, 10)] + [
-        {**run, "name": "pmd-seed0", "status": "KILLED", "slurm_job_id": "3"},
+        {**run, "name": "pmd-seed0", "status": "KILLED", "slurm_job_id": "3", "end_ms": 1500},
         {**run, "name": "workflow x", "role": "workflow"}]
     return {
-        "first": {"rc": 1, "wall_s": 1.0, "cancelled": {"job": "3", "run": "pmd-seed0", "at_s": 1.0},
+        "first": {"rc": 1, "wall_s": 1.0, "cancelled": {"job": "3", "run": "pmd-seed0", "at_s": 1.0, "at_ms": 1000},
                   "slurmd": {"running_jobs": ["2"], "at_s": 2.0, "away_s": 5.0}},
         "rerun": {"rc": 0, "wall_s": 1.0}, "local": {"rc": 0, "wall_s": 1.0},
         "sacct": [{"id": "2", "state": "COMPLETED", "rule": "mixture_run"},
@@ -86,5 +86,11 @@ def test_the_report_names_each_thing_that_went_wrong():
     assert any("job 2 (mixture_run) ended FAILED" in p for p in problems)
     assert any("pmd-seed0 is RUNNING" in p for p in problems)
     assert broken["mlflow"]["missing_on_cluster"] == ["pmd-bench/mixture/sgld-seed0 FINISHED"]
+    early = copy.deepcopy(good)  # the cancelled job's run FINISHED: only before scancel was sent
+    early["runs"]["cluster"][3]["status"] = "FINISHED"
+    early["mlflow"] = cluster_check.compare(early["runs"]["cluster"], early["runs"]["local"], "3")
+    assert cluster_check.failures(early) == ["the cancelled job's run pmd-bench/mixture/pmd-seed0 is FINISHED"]
+    early["runs"]["cluster"][3]["end_ms"] = 900
+    assert cluster_check.failures(early) == []
     twice = cluster_check.compare(good["runs"]["cluster"] + good["runs"]["cluster"][:1], good["runs"]["local"], "3")
     assert twice["extra_on_cluster"] == ["pmd-bench/mixture/sgld-seed0 FINISHED"]  # logged twice is not "each once"

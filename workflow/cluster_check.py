@@ -20,7 +20,8 @@ runs, and returns (and :func:`main` writes as JSON and Markdown, the docs block 
 must hold: every SLURM job COMPLETED but the cancelled one, CANCELLED; the rerun exiting 0; the
 cluster server's runs equal, name and status alike and each once, to the local run's (all FINISHED
 but a method's recorded failure, FAILED on both sides), besides the cancelled job's run, KILLED or
-FAILED; no run RUNNING. :func:`failures` lists what did not.
+FAILED (or FINISHED before ``scancel`` was sent: a run seen RUNNING in its last second); no run
+RUNNING. :func:`failures` lists what did not.
 """
 
 from __future__ import annotations
@@ -90,13 +91,14 @@ def sacct() -> list[dict[str, str]]:
 
 
 def runs(url: str) -> list[dict[str, str]]:
-    """Every MLflow run on the server ``url``: experiment, run name, status, role tag, SLURM job id."""
+    """Every MLflow run on the server ``url``: experiment, run name, status, end (ms since the
+    epoch; ``None`` while RUNNING), role tag, SLURM job id."""
     client = MlflowClient(url)
     out = []
     for experiment in client.search_experiments():
         for run in client.search_runs([experiment.experiment_id], max_results=50_000):
             out.append({"experiment": experiment.name, "name": run.info.run_name, "status": run.info.status,
-                        "role": run.data.tags.get("pmd_bench.role", ""),
+                        "end_ms": run.info.end_time, "role": run.data.tags.get("pmd_bench.role", ""),
                         "slurm_job_id": run.data.tags.get("slurm_job_id", "")})
     return out
 
@@ -136,7 +138,7 @@ def run_with_faults(cmd: list[str], env: dict, url: str, state: Path, log: Path)
                     run = running[0]
                     _run(["scancel", run.data.tags["slurm_job_id"]])
                     faults["cancelled"] = {"job": run.data.tags["slurm_job_id"], "run": run.info.run_name,
-                                           "at_s": round(time.monotonic() - t0, 1)}
+                                           "at_s": round(time.monotonic() - t0, 1), "at_ms": int(time.time() * 1000)}
             elif faults["slurmd"] is None:
                 # once the cancel has been carried out (a slurmd killed before that loses the
                 # request, and slurmctld resends it only after about 90 s), while another job runs
@@ -249,8 +251,9 @@ def failures(report: dict) -> list[str]:
         bad.append("the local run logged no FINISHED MLflow run")
     if cancelled and not ml["cancelled_runs"]:
         bad.append(f"no MLflow run of the cancelled job {cancelled}")
-    for run in ml["cancelled_runs"]:
-        if run["status"] not in ("KILLED", "FAILED"):
+    for run in ml["cancelled_runs"]:  # ended by the cancel, or before scancel was sent (a run's last second)
+        before = run["status"] == "FINISHED" and run["end_ms"] is not None and run["end_ms"] < first["cancelled"]["at_ms"]
+        if run["status"] not in ("KILLED", "FAILED") and not before:
             bad.append(f"the cancelled job's run {run['experiment']}/{run['name']} is {run['status']}")
     if ml["running"]:
         bad.append(f"runs left RUNNING: {ml['running']}")
@@ -284,7 +287,9 @@ def markdown(report: dict) -> str:
         f"**{ml['local_runs']}** in the local run ({ml['local_finished']} FINISHED; a FAILED one is a method whose "
         f"failure is its result), name and status alike, each once ({len(ml['missing_on_cluster'])} missing, "
         f"{len(ml['extra_on_cluster'])} extra), {len(ml['running'])} RUNNING; besides them the cancelled job's: "
-        + (", ".join(f"`{r['name']}` {r['status']}" for r in ml["cancelled_runs"]) or "none")
+        + (", ".join(f"`{r['name']}` {r['status']}" + (" (it had ended before scancel was sent)"
+                     if r["status"] == "FINISHED" and (r["end_ms"] or 0) < cancelled.get("at_ms", 0) else "")
+                     for r in ml["cancelled_runs"]) or "none")
         + f". Workflow parent runs (one per experiment and invocation): "
         + ", ".join(f"{n} {status}" for status, n in sorted(collections.Counter(ml["workflow_parents"]).items()))
         + ".",
