@@ -120,9 +120,9 @@ def _restart_slurmd(state: Path) -> float:
 
 def run_with_faults(cmd: list[str], env: dict, url: str, state: Path, log: Path) -> dict:
     """Run ``cmd`` (the SLURM invocation) and, while it runs, cancel the first job whose MLflow run
-    is RUNNING, then kill and restart slurmd while another job runs (module docstring; a fault that
-    finds no such moment before the invocation ends is left undone). Returns the
-    exit status, wall time and what each fault hit (``None`` for a fault that found no moment)."""
+    is RUNNING, then kill and restart slurmd while another job runs (module docstring). Returns the
+    exit status, wall time and what each fault hit (``None``: the invocation ended before the fault
+    found its moment)."""
     client = MlflowClient(url)
     faults: dict = {"cancelled": None, "slurmd": None}
     t0 = time.monotonic()
