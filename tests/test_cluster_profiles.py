@@ -22,14 +22,37 @@ RULE = re.compile(r"^(?:local)?rule (\w+):\n(.*?)(?=^\S)", re.S | re.M)
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="the cluster extra: pip install -e '.[cluster]'")
 
 
+# SLURM's client commands (Debian's slurm-client), hidden from the dry runs
+SLURM_COMMANDS = {"sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "scrontab",
+                  "sdiag", "sinfo", "sprio", "squeue", "sreport", "srun", "sshare", "sstat", "strigger"}
+
+
+def path_without_slurm(folder: Path) -> str:
+    """``PATH`` with every directory that holds ``sbatch`` replaced by a folder under ``folder`` of
+    links to its other entries: the machine's tools stay (the SLURM plugin calls ``which``), SLURM's
+    commands go, also where SLURM is installed (workflow/profiles/slurm/local/start.sh installs it)."""
+    dirs = []
+    for i, d in enumerate(os.environ["PATH"].split(os.pathsep)):
+        if Path(d, "sbatch").exists():
+            shadow = folder / f"path-{i}"
+            if not shadow.exists():
+                shadow.mkdir(parents=True)
+                for entry in Path(d).iterdir():
+                    if entry.name not in SLURM_COMMANDS:
+                        (shadow / entry.name).symlink_to(entry)
+            d = str(shadow)
+        dirs.append(d)
+    return os.pathsep.join(dirs)
+
+
 def dry_run(profile: str, config: str) -> list[tuple[str, dict[str, str]]]:
-    """``(rule, resources)`` of every job ``snakemake --profile <profile> -n`` lists (rule all left out)."""
+    """``(rule, resources)`` of every job ``snakemake --profile <profile> -n`` lists (rule all left
+    out), with no SLURM command on ``PATH``."""
     env = {
         **os.environ,
         "MLFLOW_TRACKING_URI": "http://mlflow.invalid:5000",
         "PMD_BENCH_DATA_DIR": "/tmp/pmd-bench-shared-data",
-        # no SLURM binaries: the directories holding sbatch are dropped from PATH
-        "PATH": os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not Path(d, "sbatch").exists()),
+        "PATH": path_without_slurm(Path(config).parent),
     }
     assert shutil.which("sbatch", path=env["PATH"]) is None
     done = subprocess.run(

@@ -1,16 +1,14 @@
 """MLflow through a real tracking server: a ``mlflow server`` process started here (free port, SQLite
 backend and artifact store in a temporary folder), written to by the project's own logging code
 through ``MLFLOW_TRACKING_URI=http://...`` and read back: parameters, a metric curve against data
-points visited, the parent run of the workflow invocation and its artifacts."""
+points visited, the parent run of the workflow invocation and its artifacts; and a run whose process
+gets SIGTERM (SLURM's `scancel`) ends KILLED."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -21,51 +19,18 @@ from mlflow.tracking import MlflowClient
 
 from pmd import PMD, run
 from pmd.models.conjugate import ConjugateGaussian
-from pmd_bench.workflow.tracking import (WORKFLOW_RUN_ENV, finish_workflow_runs, init_store, log_summary, tracked_run,
-                               tracking_uri)
+from pmd_bench.workflow.tracking import (WORKFLOW_RUN_ENV, finish_workflow_runs, init_store, log_summary,
+                                        mlflow_server, tracked_run, tracking_uri)
 
 EXPERIMENT = "pmd-bench/conjugate"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def server(tmp_path):
-    """``http://127.0.0.1:<port>`` of a fresh ``mlflow server``, stopped after the test. Its SQLite
-    tables are created here first and its job executor is off: the server then starts in about
-    10 s on an idle 2-core machine (50 s measured at a load average of 15, hence the deadline)."""
-    port, log, backend = _free_port(), tmp_path / "server.log", f"sqlite:///{tmp_path / 'server.db'}"
-    MlflowClient(tracking_uri=backend).search_experiments()  # creates the tables (the server only checks them)
-    cmd = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port", str(port),
-           "--workers", "1", "--backend-store-uri", backend, "--artifacts-destination", str(tmp_path / "artifacts")]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not come up: {log.read_text()[-2000:]}")
-            time.sleep(0.3)
+    """``http://127.0.0.1:<port>`` of a fresh ``mlflow server`` (:func:`tracking.mlflow_server`),
+    stopped after the test."""
+    with mlflow_server(tmp_path) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the server and its uvicorn worker: their own session
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_runs_logged_through_a_server_read_back(server, tmp_path, monkeypatch):
@@ -115,3 +80,29 @@ def test_runs_logged_through_a_server_read_back(server, tmp_path, monkeypatch):
     assert {"config.yaml", "figures", "figures/table_conjugate.md"} <= artifacts
     stored = list((tmp_path / "artifacts").rglob("table_conjugate.md"))  # through the server's artifact proxy
     assert len(stored) == 1 and stored[0].read_text() == table.read_text()
+
+
+SLEEPING_RUN = """
+import sys, time
+from pmd_bench.workflow.tracking import tracked_run
+with tracked_run(sys.argv[1], "pmd-bench/conjugate", "sleeper", {"seed": 0}):
+    print("started", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_sigterm_ends_the_run_killed(tmp_path):
+    """SIGTERM in the body of a tracked run (what ``scancel`` sends first) ends the MLflow run KILLED
+    and the process with 143; without the handler the run stayed RUNNING."""
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    init_store(uri, [EXPERIMENT])
+    env = {k: v for k, v in os.environ.items() if k not in (WORKFLOW_RUN_ENV, "MLFLOW_TRACKING_URI")}
+    proc = subprocess.Popen([sys.executable, "-c", SLEEPING_RUN, uri], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**env, "SLURM_JOB_ID": "4242"}, cwd=tmp_path)
+    assert proc.stdout.readline().strip() == "started", proc.stderr.read()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    (only,) = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name(EXPERIMENT).experiment_id])
+    assert only.info.status == "KILLED" and only.data.tags["slurm_job_id"] == "4242"

@@ -15,6 +15,14 @@ to each parent and closes it. Without the variable (a run by hand) a run has no 
 **Metric names.** Curves are named by what they measure, the same in every experiment
 (``tv``, ``mean_error``, ``log_perplexity``, ...; ``wall_time`` the stepping time so far), with
 ``step`` = data points visited; every run ends with the same summary (:func:`log_summary`).
+
+**A run killed by its scheduler ends KILLED.** SLURM's ``scancel`` (and a job past its time limit)
+sends SIGTERM before SIGKILL: :func:`tracked_run` turns SIGTERM into :class:`Terminated`, so the run
+is ended with status KILLED and the process exits 143, instead of the run staying RUNNING for ever.
+A run inside a SLURM job carries that job's id as the tag ``slurm_job_id``.
+
+:func:`mlflow_server` starts an ``mlflow server`` on the loopback address (SQLite backend, local
+artifact root) for as long as a ``with`` block lasts: the tests' and the local cluster's server.
 """
 
 from __future__ import annotations
@@ -23,9 +31,13 @@ import fcntl
 import json
 import math
 import os
+import signal
+import socket
 import sys
 import subprocess
+import threading
 import time
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -163,20 +175,93 @@ def log_summary(meta: Mapping[str, Any]) -> None:
     mlflow.log_metrics(values)
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived during a :func:`tracked_run` (a ``BaseException``, like ``KeyboardInterrupt``:
+    no ``except Exception`` in the body swallows it)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
 @contextmanager
 def tracked_run(uri: str, experiment: str, run_name: str, params: Mapping[str, Any],
                 tags: Mapping[str, str] | None = None) -> Iterator[MlflowLogger]:
     """An MLflow run with the parameters, the package version and the git commit logged, the child
     of its workflow invocation's parent run when ``PMD_BENCH_WORKFLOW_RUN`` is set (module
-    docstring); the run ends FAILED if the body raises."""
+    docstring); the run ends FAILED if the body raises, and KILLED, leaving the process with exit
+    status 143, on SIGTERM (module docstring; the handler is installed in the main thread only)."""
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(experiment) is None:  # no `pmd-bench init-store` before this run
         print(f"pmd-bench: creating the MLflow experiment {experiment!r} in {uri}", file=sys.stderr)
         init_store(uri, [experiment])
     mlflow.set_experiment(experiment)
     all_tags = {"pmd_bench.version": pmd.__version__, "git_commit": git_commit(), **(tags or {})}
+    if os.environ.get("SLURM_JOB_ID"):
+        all_tags["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
     if os.environ.get(WORKFLOW_RUN_ENV):
         all_tags["mlflow.parentRunId"] = workflow_parent(uri, experiment, os.environ[WORKFLOW_RUN_ENV])
-    with mlflow.start_run(run_name=run_name, tags=all_tags):
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
+    mlflow.start_run(run_name=run_name, tags=all_tags)
+    try:
         mlflow.log_params(_flatten(params))
         yield MlflowLogger()
+    except Terminated:
+        mlflow.end_run("KILLED")
+        print(f"pmd-bench: SIGTERM: MLflow run {run_name!r} ended KILLED", file=sys.stderr)
+        raise SystemExit(128 + signal.SIGTERM)
+    except BaseException:
+        mlflow.end_run("FAILED")
+        raise
+    else:
+        mlflow.end_run("FINISHED")
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def free_port() -> int:
+    """A TCP port on the loopback address that no process listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def mlflow_server(folder: str | Path, deadline_s: float = 120) -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` of a fresh ``mlflow server`` (this interpreter's) with its SQLite
+    store ``folder/server.db``, its artifacts under ``folder/artifacts`` and its log
+    ``folder/server.log``, stopped (its whole process group) when the block ends. The SQLite tables
+    are created here first and the server's job executor is off: it then starts in about 10 s on
+    an idle 2-core machine (50 s measured at a load average of 15, hence ``deadline_s``)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    port, log, backend = free_port(), folder / "server.log", f"sqlite:///{folder / 'server.db'}"
+    MlflowClient(tracking_uri=backend).search_experiments()  # creates the tables (the server only checks them)
+    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+           "--workers", "1", "--backend-store-uri", backend, "--artifacts-destination", str(folder / "artifacts")]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + deadline_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mlflow server did not come up: {log.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and its uvicorn worker: their own session
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
