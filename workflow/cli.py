@@ -410,10 +410,12 @@ def _archive(action: str, paths: list[str]) -> int:
 
 
 def end_on_sigterm() -> None:
-    """Turn SIGTERM (a cancelled Snakemake job, a cluster's time limit) into ``SystemExit(143)``, so
-    the open MLflow run ends FAILED and no half-written result is left (a result file is written
-    atomically at the end), instead of the process dying with its run RUNNING forever. The signal
-    is handled when control returns to Python: between the runner's compiled windows of steps."""
+    """Turn SIGTERM (a cancelled Snakemake job, a cluster's time limit) into ``SystemExit(143)``
+    outside a tracked run (loading data, writing a table), so no half-written result is left (a
+    result file is written atomically at the end); inside one, :func:`workflow.tracking.tracked_run`'s
+    own handler ends the MLflow run KILLED first, instead of the process dying with its run RUNNING
+    forever. The signal is handled when control returns to Python: between the runner's compiled
+    windows of steps."""
     def terminate(signum, frame):
         raise SystemExit(128 + signum)
 
