@@ -66,3 +66,10 @@ def test_the_readme_pymc_snippet_continues_the_example(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     assert all(name in last for name in ("'beta'", "'sigma'", "'sigma_log__'")), last
+
+
+def test_the_readme_stays_short():
+    """A newcomer's page: at most 250 lines (issue 34), the results in docs/results.md and the
+    report; every line added to it must make room."""
+    lines = docs.README.read_text().count("\n")
+    assert lines <= 250, f"README.md has {lines} lines: move detail into docs/ (at most 250)"
