@@ -24,6 +24,8 @@ NaN for a method that does not count them, and for run files written before it w
   main measure (``work`` when every run counts it, else ``visited``). Under it, PMD's (label
   ``pmd``) rank in the main measure: by the share of targets (one target: of its seeds) reached,
   then the median cost (several targets: the median of its cells' medians over those reached).
+  Where the tuning campaign ran (``<label>_tuned`` rows, :mod:`workflow.tuning`), a second sentence
+  ranks PMD after tuning: every method once, at its tuned row where it has one (:func:`after_tuning`).
 * The figure: the criterion's score against cost (log x-axis), one line per method: at each
   evaluation the median over seeds of the cost and of the score (runs cut to the shortest), the
   threshold as a horizontal line. One target: a row of panels, one per measure some run counts;
@@ -47,7 +49,7 @@ from pmd.runner import WORK  # noqa: E402
 
 from .posteriordb import GOAL  # noqa: E402
 from .resultfiles import atomic_path, load_npz, runs_by_group, runs_by_method  # noqa: E402
-from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
+from .styles import TUNED, legend_outside, panel_styles, plot_line  # noqa: E402
 
 PMD_LABEL = "pmd"
 COSTS = {
@@ -196,11 +198,19 @@ def _fmt(value: float, cost: str) -> str:
     return f"{value:,.0f}" if cost == "visited" else f"{value:.3g}"
 
 
-def rank_sentence(keys: dict[str, tuple[int, int, float]], cost: str, unit: str) -> str:
+def after_tuning(keys: dict[str, tuple[int, int, float]]) -> dict[str, tuple[int, int, float]]:
+    """Each method once, at its tuned row (``<label>_tuned``) where it has one, else at its default
+    row (a method without a grid runs only at its defaults), keyed by the default label."""
+    bases = dict.fromkeys(m[: -len(TUNED)] if m.endswith(TUNED) else m for m in keys)
+    return {base: keys.get(base + TUNED, keys.get(base)) for base in bases}
+
+
+def rank_sentence(keys: dict[str, tuple[int, int, float]], cost: str, unit: str, tuned: str | None = None) -> str:
     """PMD's rank among the methods by ``keys[method] = (reached, out of, median cost)``: the larger
     share of ``unit`` reached first, then the lower median cost (in ``cost``). Methods level with PMD
     on both keys are named and the rank is their span (``3-5 of 9``): a tie, most often of methods
-    that reached nothing, is never read as PMD's better rank."""
+    that reached nothing, is never read as PMD's better rank. ``tuned``: ``keys`` are
+    :func:`after_tuning`'s and PMD's came from the row ``tuned``; the sentence says so."""
     if PMD_LABEL not in keys:
         return f"No `{PMD_LABEL}` runs: PMD is not ranked."
     order = lambda method: (-keys[method][0] / keys[method][1], keys[method][2])  # noqa: E731
@@ -214,6 +224,10 @@ def rank_sentence(keys: dict[str, tuple[int, int, float]], cost: str, unit: str)
         f"level with {names(level)}" if level else "",
         "it reached nothing" if not reached else ""]))
     rank = f"{len(ahead) + 1}-{len(ahead) + 1 + len(level)}" if level else f"{len(ahead) + 1}"
+    if tuned:
+        return (f"After tuning (every method at its `{TUNED[1:]}` row where it was tuned, else at its defaults; "
+                f"PMD at `{tuned}`): PMD ranks "
+                f"**{rank} of {len(keys)}**: {reached}/{total} {unit} reached, median cost {_fmt(median, cost)}; {where}.")
     return (f"PMD (`{PMD_LABEL}`) ranks **{rank} of {len(keys)}** at equal cost ({COSTS[cost]}; ranked "
             f"by the share of {unit} reached, then median cost to threshold): {reached}/{total} {unit} reached, "
             f"median cost {_fmt(median, cost)}; {where}.")
@@ -256,7 +270,9 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
         head.append(f"Each cell: the median {main} to threshold ({COSTS[main]}) and the seeds that reached.")
         head.append("")
     lines = [*head, "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-             *("| " + " | ".join(r) + " |" for r in rows), "", rank_sentence(keys, main, unit), "", *notes]
+             *("| " + " | ".join(r) + " |" for r in rows), "", rank_sentence(keys, main, unit), "",
+             *([rank_sentence(after_tuning(keys), main, unit, tuned=PMD_LABEL + TUNED if PMD_LABEL + TUNED in keys
+                              else PMD_LABEL), ""] if any(m.endswith(TUNED) for m in keys) else []), *notes]
     return "\n".join(lines) + "\n"
 
 

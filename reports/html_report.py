@@ -6,7 +6,8 @@ that produced its runs and links to those runs in the MLflow UI. Everything is i
 images as ``data:`` URIs, CSS inline, no script, nothing fetched from the network; the only
 ``http`` addresses are plain links to the MLflow UI (the tracking server, or the address ``mlflow
 ui`` serves for a local store). An experiment the config has no section for is listed as not run
-in this config; one whose files are missing is listed with the files it lacks.
+in this config; one whose files are missing is listed with the files it lacks. A section with
+tuning grids also shows what the tuning chose (``tuning_<experiment>.md``, :mod:`reports.tuning`).
 """
 
 from __future__ import annotations
@@ -175,6 +176,8 @@ def section_html(cfg: dict, key: str, title: str, claim: str, files: list[str], 
     if key not in cfg:
         return head + '<p class="absent">Not run in this config (it has no <code>' + key + "</code> section).</p></section>"
     figures = Path(cfg["results_dir"]) / "figures"
+    if cfg[key].get("tuning", {}).get("grids"):  # what the tuning protocol chose (reports/tuning.py)
+        files = [*files, f"tuning_{key}.md"]
     present = [figures / f for f in files if (figures / f).exists()]
     missing = [f for f in files if not (figures / f).exists() and not f.startswith("table_lda_grid")]
     body = "".join(f"<h3>{html.escape(p.name)}</h3>{_artifact(p)}" for p in present)

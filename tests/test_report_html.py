@@ -66,3 +66,18 @@ def test_markdown_tables_become_html_tables():
     html = html_report.markdown_html("Caption **bold**.\n\n| a | b |\n|---|---|\n| 1 | `x` |\n")
     assert html == ("<p>Caption <strong>bold</strong>.</p>\n<table><thead><tr><th>a</th><th>b</th></tr></thead>"
                     "<tbody><tr><td>1</td><td><code>x</code></td></tr></tbody></table>")
+
+
+def test_a_section_with_tuning_grids_shows_what_the_tuning_chose(tmp_path, monkeypatch):
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    monkeypatch.setattr(html_report, "mlflow_runs", lambda uri, experiment: FAKE_RUNS)
+    cfg = {**CONFIG, "results_dir": str(tmp_path)}
+    plain = html_report.section_html(cfg, "logistic", "Logistic", "claim", ["table_logistic.md"], "sqlite:///x", "ui")
+    assert "tuning_logistic.md" not in plain  # no tuning grids: nothing asked for
+    cfg["logistic"] = {"tuning": {"grids": {"svi": {"learning_rate": [0.01, 0.1]}}}}
+    absent = html_report.section_html(cfg, "logistic", "Logistic", "claim", ["table_logistic.md"], "sqlite:///x", "ui")
+    assert "Not built yet: table_logistic.md, tuning_logistic.md" in absent
+    (figures / "tuning_logistic.md").write_text("# Tuning: logistic\n\n| method | chosen |\n|---|---|\n| svi | 0.1 |\n")
+    shown = html_report.section_html(cfg, "logistic", "Logistic", "claim", ["table_logistic.md"], "sqlite:///x", "ui")
+    assert "<h3>tuning_logistic.md</h3>" in shown and "<td>svi</td><td>0.1</td>" in shown

@@ -151,3 +151,24 @@ def test_cli_report_cost_needs_an_experiment_and_the_other_reports_still_need_da
     assert "--experiment" in capsys.readouterr().err
     assert cli.main(["report", "figure1", "--runs", *files, "--out", str(tmp_path / "f.png")]) == 2
     assert "report figure1 needs --data" in capsys.readouterr().err
+
+
+def test_after_tuning_each_method_is_ranked_once_at_its_tuned_row(tmp_path):
+    keys = {"pmd": (1, 2, 100.0), "pmd_tuned": (2, 2, 80.0), "svi": (2, 2, 50.0), "svi_tuned": (2, 2, 200.0),
+            "smc": (2, 2, 90.0)}
+    assert cost.after_tuning(keys) == {"pmd": (2, 2, 80.0), "svi": (2, 2, 200.0), "smc": (2, 2, 90.0)}
+    # at defaults PMD (1/2) is behind both; tuned, it reaches both seeds at the lowest cost
+    text = cost.rank_sentence(cost.after_tuning(keys), "work", "seeds", tuned="pmd_tuned")
+    assert "After tuning" in text and "PMD at `pmd_tuned`" in text and "ranks **1 of 3**" in text
+    good = {"tv_sharp": [1.0, 0.5, 0.3, 0.25, 0.25]}
+    late = {"tv_sharp": [1.0, 0.9, 0.8, 0.28, 0.25]}
+    data = tmp_path / "data.npz"
+    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.9, "tv_sharp": 0.2}})
+    untuned = write_runs(tmp_path / "a", {"pmd": [late], "svi": [good]})
+    text = cost.render("mixture", untuned, tmp_path / "a.md", tmp_path / "a.png", data)
+    assert "After tuning" not in text  # no tuning campaign: one sentence
+    tuned = untuned + write_runs(tmp_path / "b", {"pmd_tuned": [good], "svi_tuned": [late]})
+    text = cost.render("mixture", tuned, tmp_path / "b.md", tmp_path / "b.png", data)
+    # every row ranked: pmd_tuned and svi reach at 20, pmd and svi_tuned at 30
+    assert "PMD (`pmd`) ranks **3-4 of 4**" in text and "level with `svi_tuned`" in text
+    assert "PMD at `pmd_tuned`): PMD ranks **1 of 2**" in text and "ahead of every other method" in text

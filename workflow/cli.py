@@ -158,15 +158,18 @@ def _parser() -> argparse.ArgumentParser:
 
     p = verb("report", help="render a figure or table from result files")
     p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "custom", "figure4",
-                                     "sparse-gp", "lda", "figure5", "lda-grid", "cost"])
+                                     "sparse-gp", "lda", "figure5", "lda-grid", "cost", "tuning"])
     p.add_argument("--data", nargs="+", help="the experiment's data file (figure1), reference (logistic) or floor "
                                              "files (posteriordb, custom); cost: the data file holding the floor "
                                              "(mixture)")
-    p.add_argument("--runs", required=True, nargs="+", help="run files .../<method>/seed<k>.npz")
+    p.add_argument("--runs", nargs="+", help="run files .../<method>/seed<k>.npz (every report but tuning)")
+    p.add_argument("--tuning", dest="tuning_results", nargs="+",
+                   help="tuning: the experiment's `pmd-bench tune` results .../<method>.json")
     p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
     p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb, custom); the figure (.png) of the table "
                                     "(sparse-gp, lda, cost)")
-    p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost: the experiment whose runs are compared")
+    p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost, tuning: the experiment whose runs or "
+                                                                        "tuning results are shown")
 
     p = verb("table1", help="measure Table 1 (section 5) on the conjugate model, or render it")
     p.add_argument("what", choices=["rate", "cost", "black-box", "render"])
@@ -567,6 +570,14 @@ def main(argv: list[str] | None = None) -> int:
             save_json(args.out, result)
             rate_report.render(args.out, Path(args.out).with_suffix(".png"))
             print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
+        elif args.verb == "report" and args.what == "tuning":
+            from pmd_bench.reports import tuning as tuning_report
+
+            if not (args.experiment and args.tuning_results):
+                raise ValueError("report tuning needs --experiment and --tuning (the `pmd-bench tune` results)")
+            tuning_report.render(args.experiment, args.tuning_results, args.out)
+        elif args.verb == "report" and not args.runs:
+            raise ValueError(f"report {args.what} needs --runs (the run files .../<method>/seed<k>.npz)")
         elif args.verb == "report" and args.what == "cost":
             from pmd_bench.reports import cost
 

@@ -95,6 +95,7 @@ ANCHORS: dict[str, Anchor] = {
     "custom_model_report": Anchor(15, FIGURE_MB, source="as posteriordb_report and cost_report, one after the other"),
     "cost_report": Anchor(8, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
                           "(2026-11-26)"),
+    "tuning_report": Anchor(8, FIGURE_MB, source="as cost_report: JSON files to one Markdown table, no figure"),
     "tune": Anchor(180, RUN_MB, source="not yet measured at a config's size: (grid points × tuning seeds) runs "
                    "of one method, charged as one run of the slowest ci-config job, 3 min"),
     "run_tuned": Anchor(180, RUN_MB, source="not yet measured: one run, charged as the slowest ci-config job, 3 min"),

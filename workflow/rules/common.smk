@@ -16,6 +16,9 @@ COST_INPUTS = {}
 # experiment -> where its tuned runs read from (tuning.smk): its folder, data file and the run's other
 # inputs; a method label with a grid in `<experiment>.tuning.grids` also runs as `<label>_tuned`.
 TUNED = {}
+# experiment -> its tuning results (`pmd-bench tune`'s JSONs) that tuning.smk's report shows; each
+# experiment's rule file registers its own when its config section has tuning grids.
+TUNING_RESULTS = {}
 
 
 def tuned_labels(experiment):

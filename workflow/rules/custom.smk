@@ -34,6 +34,8 @@ if CUSTOM_MODELS:
     CUSTOM_RUNS = [run for name in CUSTOM_MODELS for run in custom_runs(name)]
     CUSTOM_FLOORS = [f"{CUSTOM_DIR}/{name}/floor.json" for name in CUSTOM_MODELS]
     COST_INPUTS["custom"] = {"runs": CUSTOM_RUNS}
+    TUNING_RESULTS["custom"] = expand(f"{CUSTOM_DIR}/{{name}}/tuning/{{method}}.json", name=list(CUSTOM_MODELS),
+                                      method=CUSTOM_GRIDS)
     ALL_TARGETS.extend([TABLE_CUSTOM, FIGURE_CUSTOM])
     ALL_TARGETS.extend(f"{CUSTOM_DIR}/{name}/{what}" for name in CUSTOM_MODELS for what in ("table.md", "cost.md"))
 

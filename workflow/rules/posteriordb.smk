@@ -46,6 +46,8 @@ else:
         seed=PDB_SEEDS,
     )
     COST_INPUTS["posteriordb"] = {"runs": PDB_RUNS}
+    TUNING_RESULTS["posteriordb"] = expand(f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+                                           posterior=PDB_POSTERIORS, method=PDB_GRIDS)
 
     ALL_TARGETS.extend([TABLE_POSTERIORDB, FIGURE_POSTERIORDB])
 

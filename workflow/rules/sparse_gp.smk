@@ -22,6 +22,8 @@ else:
     SGP_RUNS = expand(f"{SGP_DIR}/{{problem}}/runs/{{method}}/seed{{seed}}.npz", problem=SGP_PROBLEMS,
                       method=SGP_METHODS + tuned_labels("sparse_gp"), seed=SGP_SEEDS)
     COST_INPUTS["sparse_gp"] = {"runs": SGP_RUNS}
+    TUNING_RESULTS["sparse_gp"] = expand(f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json", problem=SGP_PROBLEMS,
+                                         method=SGP_GRIDS)
 
     ALL_TARGETS.extend([FIGURE2_SGP, TABLE_SGP] + ([FIGURE4] if "gp1d" in SGP_PROBLEMS else []))
 

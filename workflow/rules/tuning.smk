@@ -3,6 +3,12 @@
 # data (`pmd-bench tune`), and its seeds run again with the choice as `<label>_tuned`, beside the
 # default row in every table and figure of the experiment (the experiment's rule file puts those
 # runs in its report's inputs and registers its data in TUNED). Included after the experiments.
+# What was chosen, per experiment with tuning results (reports/tuning.py): figures/tuning_<experiment>.md.
+for _experiment in TUNED:
+    TUNING_RESULTS[_experiment] = expand(f"{RESULTS}/{_experiment}/tuning/{{method}}.json",
+                                         method=list(config[_experiment].get("tuning", {}).get("grids", {})))
+TUNING_RESULTS = {experiment: files for experiment, files in TUNING_RESULTS.items() if files}
+ALL_TARGETS.extend(f"{RESULTS}/figures/tuning_{experiment}.md" for experiment in TUNING_RESULTS)
 
 
 rule tune:
@@ -46,3 +52,19 @@ rule run_tuned:
         PMD_BENCH + " --config {input.config} run {wildcards.experiment} --method {wildcards.method}"
         + " --seed {wildcards.seed} --data {input.data} {params.extra} --tuning {input.tuning} --out {output}"
         + " > {log} 2>&1"
+
+
+rule tuning_report:
+    input:
+        lambda wildcards: TUNING_RESULTS[wildcards.experiment],
+    output:
+        f"{RESULTS}/figures/tuning_{{experiment}}.md",
+    wildcard_constraints:
+        experiment="|".join(TUNING_RESULTS) or "(?!)",
+    log:
+        f"{RESULTS}/logs/tuning_{{experiment}}.log",
+    threads: 1
+    resources:
+        **job_resources("tuning_report", config),
+    shell:
+        PMD_BENCH + " report tuning --experiment {wildcards.experiment} --tuning {input} --out {output} > {log} 2>&1"

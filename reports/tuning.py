@@ -1,0 +1,111 @@
+"""What the tuning protocol chose (issue 31, :mod:`workflow.tuning`): one Markdown table per
+experiment of every ``pmd-bench tune`` result, beside the experiment's tables whose ``<label>_tuned``
+rows ran with the choice.
+
+One row per tuned method and target (the posterior, problem or model a result belongs to; ``—`` for an
+experiment with one data set): the grid's points with the mean held-out criterion over the tuning
+seeds (the chosen point in bold; a point whose runs failed shows its error), the chosen settings,
+whether the choice lies on the grid's edge (the first or last value of a setting with three or more
+values: the best may lie beyond the grid, so a wider grid could change it), and what the tuning cost
+(stepping seconds and likelihood work summed over every point and seed, :data:`pmd.runner.WORK`).
+A result that was not tuned (a one-datum posterior) shows its reason; its tuned run is the default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .resultfiles import atomic_path
+
+# the criterion each experiment's tuning scores a grid point by (higher is better), as in workflow/tuning.py
+CRITERIA = {
+    "mixture": "held-out log predictive density per validation row",
+    "logistic": "held-out log predictive density per validation row",
+    "posteriordb": "held-out log predictive density per validation row",
+    "custom": "held-out log predictive density per validation row",
+    "sparse_gp": "validation targets' log density under the method's predictive, per row",
+    "lda": "minus the one held-out log-perplexity estimator on validation documents",
+}
+
+
+def target_of(path: Path) -> str:
+    """The posterior, problem or model a tuning result belongs to: the folder above the file unless
+    that is the experiment's ``tuning/`` folder itself (``.../tuning/<method>.json``: ``—``)."""
+    if path.parent.name == "tuning":
+        parent = path.parent.parent.name
+        return "—" if parent in CRITERIA else parent
+    return path.parent.name
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _point(point: dict) -> str:
+    return ", ".join(f"{k}={_value(v)}" for k, v in point.items())
+
+
+def on_edge(result: dict) -> list[str]:
+    """The settings whose chosen value is the first or last of three or more grid values."""
+    edge = []
+    for name, values in result["grid"].items():
+        if len(values) >= 3 and name in result["chosen"] and result["chosen"][name] in (values[0], values[-1]):
+            edge.append(name)
+    return edge
+
+
+def row(target: str, method: str, result: dict) -> list[str]:
+    """The table row of one tuning result (module docstring)."""
+    cost = f"{result['seconds']:.1f} s; " + (f"{result['evals'] + result['grad_evals']:.3g}"
+                                              if math.isfinite(result["evals"] + result["grad_evals"]) else "not counted")
+    if result.get("not_tuned"):
+        return [target, method, f"not tuned: {result['not_tuned']}", "the default's settings", "—", cost]
+    points = []
+    for p in result["points"]:
+        score = f"{p['mean_lpd']:.4g}" if math.isfinite(p["mean_lpd"]) else f"failed ({p['error']})"
+        text = f"{_point(p['point'])}: {score}"
+        points.append(f"**{text}**" if p["point"] == result["chosen"] else text)
+    edge = on_edge(result)
+    return [target, method, "; ".join(points), _point(result["chosen"]),
+            ("yes: " + ", ".join(edge)) if edge else "no", cost]
+
+
+def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
+    """Write the table of ``experiment``'s tuning results ``files`` (``.../<method>.json``) to ``out``."""
+    if experiment not in CRITERIA:
+        raise ValueError(f"no tuning criterion for the experiment {experiment!r}: one of {', '.join(CRITERIA)}")
+    if not files:
+        raise ValueError(f"no tuning results were given for the {experiment} experiment")
+    rows, edges = [], 0
+    for path in map(Path, files):
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path}: not a tuning result ({err})") from err
+        missing = {"grid", "points", "chosen", "seconds", "evals", "grad_evals", "fraction", "seeds"} - set(result)
+        if missing:
+            raise ValueError(f"{path}: not a tuning result (no {', '.join(sorted(missing))})")
+        rows.append(row(target_of(path), path.stem, result))
+        edges += bool(not result.get("not_tuned") and on_edge(result))
+        fraction, seeds = result["fraction"], result["seeds"]
+    header = ["target", "method", f"grid: mean {CRITERIA[experiment]} (chosen in bold)", "chosen",
+              "chosen on the grid's edge", "tuning cost: stepping s; work (evals + grad_evals)"]
+    text = "\n".join([
+        f"# Tuning: {experiment}", "",
+        f"Each grid point ran on the training data less a validation split ({fraction:g} of the rows or "
+        f"documents), with {seeds} tuning seeds that no reported run uses, and was scored by the {CRITERIA[experiment]} "
+        "(higher is better), never by the reference posterior (`workflow/tuning.py`). The `<method>_tuned` rows "
+        "of the experiment's tables ran with the choice.", "",
+        "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows), "",
+        f"Choices on the grid's edge: {edges} of {len(rows)} (a wider grid could move them)." if edges else
+        f"No choice lies on the grid's edge ({len(rows)} results).", ""])
+    with atomic_path(out) as tmp:
+        tmp.write_text(text)
+    return text
