@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from pmd.interface import ConfigError, require_positive_int
+from pmd.interface import ConfigError, require_choice, require_positive_int
 from pmd.model import Model
 from pmd.posterior import ParticlePosterior
 from pmd.weights import normalize
@@ -132,13 +132,17 @@ def first_nonfinite(diverged_at: Array, t: Array, position: Array) -> Array:
 
 
 def refuse_diverged(method: str, diverged_at: Array, step_size) -> None:
-    """Raise ``FloatingPointError`` naming the step and its step size ``step_size(t)`` if the run
-    recorded a non-finite state: a diverged chain has no posterior (checked outside jit only)."""
+    """Raise ``FloatingPointError`` naming the step and its step size ``step_size(t)`` (None: a
+    line-searched method, which has none) if the run recorded a non-finite state: a diverged chain
+    has no posterior (checked outside jit only)."""
     if isinstance(diverged_at, jax.core.Tracer):
         return
     at = np.asarray(diverged_at)
     if np.any(at >= 0):
         t = int(np.min(at[at >= 0]))
+        if step_size is None:
+            raise FloatingPointError(f"{method} diverged: its state went non-finite at step {t} (its line search "
+                                     "has no step size to reduce: the objective is non-finite there)")
         raise FloatingPointError(f"{method} diverged: its state went non-finite at step {t}, with step size "
                                  f"{float(step_size(t)):.4g}; take a smaller step size")
 
@@ -218,7 +222,7 @@ def require_full_data(model: Model, data: Any, data_size: int) -> Any:
     return data
 
 
-# -- the Laplace start (SVI, SGLD) ---------------------------------------------------------------
+# -- the Laplace start (SVI, SGLD, NPL, SVGD, NPV) -----------------------------------------------
 _MEDIAN_DRAWS = (15, 1000)  # NumPyro's init_to_median(num_samples=15); then the prior's median itself
 
 
@@ -313,3 +317,25 @@ def _laplace(model: Model, log_joint, data: Any, max_steps: int, draws: int) -> 
     grad = jax.grad(loss)
     hessian = jax.lax.map(lambda v: jax.jvp(grad, (mode,), (v,))[1], jnp.eye(model.dim, dtype=mode.dtype))
     return mode, 0.5 * (hessian + hessian.T), calls + model.dim, count + 1
+
+
+INITS = ("laplace", "prior")
+
+
+def resolve_init(init: Any, setting: str, value: Any) -> str:
+    """The start of a method whose step-size-like ``setting`` has the value ``value``: ``init`` when
+    given, else ``"laplace"`` when ``value`` is None (the default, set from the model) and
+    ``"prior"`` when the user set it (the method as it was before its default came from the model)."""
+    if init is None:
+        return "laplace" if value is None else "prior"
+    return require_choice("init", init, INITS)
+
+
+def laplace_start(method: str, setting: str, model: Model, data: Any, data_size: int) -> Laplace:
+    """:func:`laplace_approximation` on the whole ``data``, or a :class:`ConfigError` saying that
+    ``method``'s default ``setting`` needs it when ``data`` is None (no guessed scale)."""
+    if data is None:
+        raise ConfigError(f"{method}'s default {setting}=None is set from the posterior's curvature at its mode, "
+                          "which needs the data set: pass the whole data set as data= (read once, at construction), "
+                          f"or a step size {setting}=")
+    return laplace_approximation(model, require_full_data(model, data, data_size))

@@ -68,12 +68,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from pmd.interface import ConfigError, work
+from pmd.interface import work
 from pmd.posterior import ParticlePosterior
 
-from .._common import (Laplace, PolynomialDecay, RetainedChain, SampleBuffer, first_nonfinite, laplace_approximation,
+from .._common import (Laplace, PolynomialDecay, RetainedChain, SampleBuffer, first_nonfinite, laplace_start,
                        minibatch_log_joint, polynomial_decay, refuse_diverged, require_burn_in, require_common,
-                       require_full_data, require_num_steps)
+                       require_num_steps)
 
 Array = jax.Array
 # c of the default first step ε_1 = c/λ_max (module docstring): half the step 2/λ_max past which eq. (4) overshoots
@@ -87,11 +87,7 @@ def default_start(method: str, model, data_size: int, a: float | None, b: float,
     step_size = polynomial_decay(("a", "b", "gamma"), 1.0 if a is None else a, b, gamma)
     if a is not None:
         return step_size, None
-    if data is None:
-        raise ConfigError(f"{method}'s default step size a=None is set from the posterior's curvature at its mode, "
-                          "which needs the data set: pass the whole data set as data= (read once, at construction), "
-                          "or a step size a=")
-    laplace = laplace_approximation(model, require_full_data(model, data, data_size))
+    laplace = laplace_start(method, "a", model, data, data_size)
     lambda_max = float(jnp.linalg.eigvalsh(laplace.precision)[-1])
     return replace(step_size, a=CURVATURE_STEP * (step_size.b + 1.0) ** step_size.gamma / lambda_max), laplace
 
