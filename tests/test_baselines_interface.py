@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import pmd
-from pmd_bench.baselines import METHODS, NPV, SGLD, SVI, MixtureGibbs, OnePassSMC, ParallelSGLD, StochasticNPV
+from pmd_bench.baselines import (METHODS, NPV, SGLD, SVGD, SVI, MixtureGibbs, OnePassSMC, ParallelSGLD,
+                                 PosteriorBootstrap, StochasticNPV)
 from baselines_helpers import Conjugate
 from pmd.models.conjugate import ConjugateGaussian
 from pmd.models.mixture import WellingTehMixture
@@ -24,7 +25,8 @@ def _build(name, **overrides):
         return METHODS[name](MIX.model(), data_size=40, num_particles=5, data=MIX_DATA, burn_in=1), MIX_DATA
     full_data = {"data": CONJ.data}
     extra = {"npv_full": full_data, "svi": full_data, "blackjax_tempered_smc": full_data, "blackjax_data_smc": full_data,
-             "sgld": {"burn_in": 1, **full_data}, "sgld_parallel": full_data}.get(name, {})
+             "sgld": {"burn_in": 1, **full_data}, "sgld_parallel": full_data, "npl": full_data, "svgd": full_data,
+             "npv": full_data}.get(name, {})
     return METHODS[name](CONJ.model, data_size=40, num_particles=5, **{**extra, **overrides}), CONJ.data
 
 
@@ -104,8 +106,16 @@ BAD = [
     (SVI, {"init": "median"}, "init"),
     (SVI, {}, "data"),
     (StochasticNPV, {"learning_rate": 0.0}, "learning_rate"),
+    (StochasticNPV, {}, "data"),
+    (StochasticNPV, {"init": "median", "data": CONJ.data}, "init"),
     (NPV, {"data": CONJ.data, "iterations": 0}, "iterations"),
+    (NPV, {"data": CONJ.data, "init": "median"}, "init"),
     (NPV, {}, "data"),
+    (PosteriorBootstrap, {}, "data"),
+    (PosteriorBootstrap, {"init": "median", "data": CONJ.data}, "init"),
+    (SVGD, {}, "data"),
+    (SVGD, {"init": "median", "data": CONJ.data}, "init"),
+    (SVGD, {"step_size": 0.01, "kappa": 2.0}, "kappa"),
 ]
 
 

@@ -81,8 +81,8 @@ def test_minibatch_passes_reach_each_replicates_own_optimum(conjugate_runs):
 
 def test_parallel_and_sequential_replicates_agree():
     conj = Conjugate.make(num_data=20, noise_std=1.0)
-    runs = [pmd.run(PosteriorBootstrap(conj.model, data_size=20, num_particles=4, parallel=p), conj.data,
-                    jax.random.key(2), batch_size=5, num_passes=1).posterior.samples for p in (True, False)]
+    runs = [pmd.run(PosteriorBootstrap(conj.model, data_size=20, num_particles=4, parallel=p, data=conj.data),
+                    conj.data, jax.random.key(2), batch_size=5, num_passes=1).posterior.samples for p in (True, False)]
     np.testing.assert_allclose(np.asarray(runs[0]), np.asarray(runs[1]), rtol=1e-5, atol=1e-6)
 
 

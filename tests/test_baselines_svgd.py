@@ -45,7 +45,7 @@ def test_full_batch_svgd_on_the_conjugate_posterior():
 
 def test_opvi_rounds_grow_sublinearly():
     conj = Conjugate.make(num_data=100)
-    algo = SVGD(conj.model, data_size=100, num_particles=5, batch_growth=0.5)
+    algo = SVGD(conj.model, data_size=100, num_particles=5, batch_growth=0.5, data=conj.data)
     info = pmd.run(algo, conj.data, jax.random.key(2), batch_size=1, num_passes=0.3).info
     moved_at = np.flatnonzero(info["moved"]) + 1  # runner batches consumed when each round ended
     expected = np.cumsum(np.ceil(np.arange(1, 20) ** 0.5 - 1e-4)).astype(int)

@@ -80,7 +80,7 @@ def test_npv_counts_every_line_search_call_on_all_rows():
 
 def test_stochastic_npv_counts_one_value_and_gradient_of_the_batch():
     m, d = 3, 2
-    evals, grads = per_step(run(StochasticNPV(CONJ.model, N, m), CONJ.data), passes=1)
+    evals, grads = per_step(run(StochasticNPV(CONJ.model, N, m, learning_rate=0.01), CONJ.data), passes=1)
     np.testing.assert_array_equal(evals, B * m * (1 + 2 * d))
     np.testing.assert_array_equal(grads, B * m * (1 + 2 * d))
 
@@ -225,26 +225,28 @@ def test_gradient_methods_count_the_batch_at_every_point(name):
     m = 3
     method = {"sgld": lambda: SGLD(CONJ.model, N, num_particles=m, a=0.01, burn_in=0),
               "parallel_sgld": lambda: ParallelSGLD(CONJ.model, N, num_particles=m, a=0.01),
-              "npl": lambda: PosteriorBootstrap(CONJ.model, N, num_particles=m),
-              "svgd": lambda: SVGD(CONJ.model, N, num_particles=m)}[name]()
+              "npl": lambda: PosteriorBootstrap(CONJ.model, N, num_particles=m, learning_rate=0.05),
+              "svgd": lambda: SVGD(CONJ.model, N, num_particles=m, step_size=0.01)}[name]()
     evals, grads = per_step(run(method, CONJ.data), 1.0)
     points = 1 if name == "sgld" else m
     np.testing.assert_array_equal(evals, B * points)
     np.testing.assert_array_equal(grads, B * points)
 
 
-@pytest.mark.parametrize("name", ["svi", "sgld", "parallel_sgld"])
+@pytest.mark.parametrize("name", ["svi", "sgld", "parallel_sgld", "npl", "svgd"])
 def test_laplace_starts_are_counted_once(name):
-    """SVI: ``B·S`` values and gradients a step (the ELBO's ``S = 2`` draws); SGLD and parallel SGLD
-    at their defaults (``a=None`` with ``data=``): ``B`` and ``B·m`` (``m = 2``). The Laplace start's
+    """SVI: ``B·S`` values and gradients a step (the ELBO's ``S = 2`` draws); SGLD, parallel SGLD,
+    NPL and SVGD at their defaults (step size None with ``data=``): ``B``, or ``B·m`` (``m = 2``). The Laplace start's
     L-BFGS and Hessian reads (``Laplace.work``, the method's ``start_work``) are in the totals from
     the first record, before any step (the start is already the posterior evaluated there), and are
     whole passes over the data (at least the Hessian's ``d`` gradient reads and one value read)."""
-    from pmd_bench.baselines import SGLD, SVI, ParallelSGLD
+    from pmd_bench.baselines import SGLD, SVGD, SVI, ParallelSGLD, PosteriorBootstrap
 
     method, points = {"svi": lambda: (SVI(CONJ.model, N, num_particles=2, data=CONJ.data), 2),
                       "sgld": lambda: (SGLD(CONJ.model, N, num_particles=2, burn_in=0, data=CONJ.data), 1),
-                      "parallel_sgld": lambda: (ParallelSGLD(CONJ.model, N, 2, data=CONJ.data), 2)}[name]()
+                      "parallel_sgld": lambda: (ParallelSGLD(CONJ.model, N, 2, data=CONJ.data), 2),
+                      "npl": lambda: (PosteriorBootstrap(CONJ.model, N, 2, data=CONJ.data), 2),
+                      "svgd": lambda: (SVGD(CONJ.model, N, 2, data=CONJ.data), 2)}[name]()
     result = run(method, CONJ.data)
     start_evals, start_grads = method.start_work
     assert result.curves["evals"][0] == start_evals and result.curves["grad_evals"][0] == start_grads

@@ -87,7 +87,8 @@ import optax
 from pmd.interface import ConfigError, work
 from pmd.posterior import ParticlePosterior
 
-from .._common import first_nonfinite, laplace_start, refuse_diverged, require_common, resolve_init, stochastic_optimizer
+from .._common import (first_nonfinite, laplace_start, refuse_diverged, require_common, resolve_init,
+                       stochastic_optimizer)
 
 Array = jax.Array
 # each start's default (optimizer, learning_rate, tau, kappa) (module docstring): after the Laplace
@@ -220,5 +221,6 @@ class PosteriorBootstrap:
         t = state.step + 1
         size = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles  # the batch at every replicate
         start_weight = state.start_weight * (1.0 - self.learning_rate(t)) if self.debias else state.start_weight
-        new = NPLState(params, opt_state, state.weight_key, t, first_nonfinite(state.diverged_at, t, params), start_weight)
+        new = NPLState(params, opt_state, state.weight_key, t, first_nonfinite(state.diverged_at, t, params),
+                       start_weight)
         return new, {"learning_rate": self.learning_rate(t), **work(size, size)}
