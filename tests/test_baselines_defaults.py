@@ -83,8 +83,7 @@ def test_a_diverging_run_is_an_error_naming_the_step_and_step_size(name):
 # Gaussian, exact here, so what is left is the Monte Carlo error of 400 particles and the steps'
 # mini-batch noise: the mean of 400 independent draws has a standard error of 1/20 of a posterior
 # sd and the log sd one of 1/sqrt(800) = 0.035. The tolerances, 0.25 sd and 0.2, are five and six
-# of them (the largest errors over seeds 0-4: 0.13 sd and 0.10, NPL's, before its τ was set to 10;
-# with it 0.07 and 0.09 over seeds 0-2).
+# of them (the largest errors of the three over seeds 0-4: 0.08 sd and 0.10).
 @pytest.mark.parametrize("name", ["npl", "svgd", "npv"])
 def test_npl_svgd_and_npv_defaults_recover_the_exact_posterior(name):
     from workflow.methods import build

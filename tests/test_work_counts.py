@@ -68,9 +68,9 @@ def test_one_pass_smc_counts_the_batch_at_every_particle_then_nothing():
 def test_npv_counts_every_line_search_call_on_all_rows():
     """``N·calls·m·(1 + 2d)`` evaluations and gradients: the calls of the line search adapt, so the
     count is tied to ``visited`` (``N·calls``) and bounded below by one call per iteration plus the
-    first iteration's own."""
+    first iteration's own (from the prior start, which reads nothing before the first step)."""
     m, d, iterations = 3, 2, 2
-    result = run(NPV(CONJ.model, N, m, data=CONJ.data, iterations=iterations), CONJ.data)
+    result = run(NPV(CONJ.model, N, m, data=CONJ.data, iterations=iterations, init="prior"), CONJ.data)
     evals, grads = per_step(result, passes=1)
     np.testing.assert_array_equal(evals, grads)
     np.testing.assert_array_equal(evals, result.info["visited"] * m * (1 + 2 * d))
