@@ -162,8 +162,8 @@ class SVGD:
         self.start_work, d = (0.0, 0.0), self.model.dim
         self.shift, self.whiten = jnp.zeros((d,)), jnp.eye(d)
         if self.init_from == "laplace":
-            self.laplace = laplace_start("SVGD", "step_size", self.model, data, self.data_size)
-            self.shift, self.whiten, self.start_work = self.laplace.mode, self.laplace.chol, self.laplace.work
+            laplace = laplace_start("SVGD", "step_size", self.model, data, self.data_size)
+            self.shift, self.whiten, self.start_work = laplace.mode, laplace.chol, laplace.work
         per_datum = jax.grad(model.log_likelihood)
         self._grad_loglik = jax.vmap(lambda th, batch: jnp.sum(jax.vmap(per_datum, (None, 0))(th, batch), axis=0),
                                      in_axes=(0, None))

@@ -54,12 +54,11 @@ from pmd.bandwidth import weighted_cov
 from pmd.interface import ConfigError, work
 from pmd.posterior import GaussianPosterior
 
-from .._common import (laplace_approximation, minibatch_log_joint, require_common, require_full_data,
+from .._common import (INITS, laplace_approximation, minibatch_log_joint, require_common, require_full_data,
                        stochastic_optimizer)
 
 Array = jax.Array
 FAMILIES = ("meanfield", "fullrank")
-INITS = ("laplace", "prior")
 _INIT_DRAWS = 1000
 # the default learning rate of each start: in posterior sds after the Laplace start (see the
 # module docstring), in the units of θ after the prior start (the value this class always had),
