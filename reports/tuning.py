@@ -69,7 +69,7 @@ def row(target: str, method: str, result: dict) -> list[str]:
         return [target, method, f"not tuned: {result['not_tuned']}", "the default's settings", "—", cost]
     points = []
     for p in result["points"]:
-        score = f"{p['mean_lpd']:.4g}" if math.isfinite(p["mean_lpd"]) else f"failed ({p['error']})"
+        score = f"{p['mean_lpd']:.6g}" if math.isfinite(p["mean_lpd"]) else f"failed ({p['error']})"
         text = f"{_point(p['point'])}: {score}"
         points.append(f"**{text}**" if p["point"] == result["chosen"] else text)
     edge = on_edge(result)
