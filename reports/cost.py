@@ -225,7 +225,7 @@ def rank_sentence(keys: dict[str, tuple[int, int, float]], cost: str, unit: str,
         "it reached nothing" if not reached else ""]))
     rank = f"{len(ahead) + 1}-{len(ahead) + 1 + len(level)}" if level else f"{len(ahead) + 1}"
     if tuned:
-        return (f"After tuning (every method at its `{TUNED[1:]}` row where it was tuned, else at its defaults; "
+        return (f"After tuning (every method at its `<label>{TUNED}` row where it was tuned, else at its defaults; "
                 f"PMD at `{tuned}`): PMD ranks "
                 f"**{rank} of {len(keys)}**: {reached}/{total} {unit} reached, median cost {_fmt(median, cost)}; {where}.")
     return (f"PMD (`{PMD_LABEL}`) ranks **{rank} of {len(keys)}** at equal cost ({COSTS[cost]}; ranked "
