@@ -182,7 +182,8 @@ def features(model: SparseGP, z: Array, chol_k: Array, x: Array) -> Array:
     return solve_triangular(chol_k, model.kernel(z, x), lower=True).T
 
 
-def batch_statistics(model: SparseGP, a: Array, y: Array, scale, keep: Array | None = None) -> tuple[Array, Array, Array]:
+def batch_statistics(model: SparseGP, a: Array, y: Array, scale,
+                     keep: Array | None = None) -> tuple[Array, Array, Array]:
     """The batch's Gaussian likelihood ``scale · Σ_b log N(y_b | a_bᵀv, β⁻¹)`` as
     ``(-½ vᵀPv + rᵀv + c)``: returns ``(P, r, c) = (scale β AᵀA, scale β Aᵀy, scale Σ_b log N(y_b|0,β⁻¹))``.
     ``scale = N/B`` makes it an unbiased estimate of the full-data log-likelihood. ``keep`` (0/1 per

@@ -194,7 +194,8 @@ class StructuredPMDGP:
         return new, {"gamma": gamma, "ess": effective_sample_size(log_w),
                      **work(batch["y"].shape[0] * self.num_particles)}
 
-    def _moving_step_impl(self, key: Array, state: SparseGPState, batch: dict, data: dict) -> tuple[SparseGPState, dict]:
+    def _moving_step_impl(self, key: Array, state: SparseGPState, batch: dict,
+                          data: dict) -> tuple[SparseGPState, dict]:
         """:meth:`_step_impl`, then :meth:`move` where the step ended a pass."""
         new, info = self._step_impl(key, state, batch)
         n = self.data_size
