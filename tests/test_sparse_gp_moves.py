@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from pmd import ConfigError, run
+from pmd import ConfigError, run, run_batched
 from pmd.models.sparse_gp import SparseGP, dtc_log_evidence, exact_gp_predict, titsias_predict
 from pmd.structured.sparse_gp import StructuredPMDGP
 from pmd.structured.sparse_gp_moves import InducingMoves
@@ -127,3 +127,6 @@ def test_bad_move_settings_name_the_setting():
         StructuredPMDGP(model, 256, moves={"steps": 1, "block": 1, "every": 2}, data=data)
     with pytest.raises(ConfigError, match="data_size=256"):
         StructuredPMDGP(model, 256, moves={"steps": 1, "block": 1}, data={k: v[:100] for k, v in data.items()})
+    moving = StructuredPMDGP(model, 256, moves={"steps": 1, "block": 1}, data=data)
+    with pytest.raises(ConfigError, match="batchable is false"):
+        run_batched(moving, data, [jax.random.key(0), jax.random.key(1)], batch_size=32)

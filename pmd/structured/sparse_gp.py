@@ -168,6 +168,13 @@ class StructuredPMDGP:
         return prior_state(self.model, self.model.sample_inducing(key, self.num_particles))
 
     @property
+    def batchable(self) -> bool:
+        """Whether :func:`pmd.run_batched` may vectorise repetitions: not with ``moves`` (under ``vmap``
+        the pass-end ``cond`` becomes a select that computes both branches, a round of moves at
+        every step)."""
+        return self.moves is None
+
+    @property
     def wants_data(self) -> bool:
         """Whether ``step`` reads the whole data set (``data=``): with ``moves``."""
         return self.moves is not None
