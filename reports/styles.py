@@ -39,7 +39,9 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
                         "pmd_harmonic", "pmd_m4", "pmd_gp", "pmd_lda",
                         # the LDA weight comparison (workflow/config/lda_weights.yaml): m, F.2's weights, the peers' rate
                         "pmd_m8", "pmd_dr", "pmd_m4_dr", "pmd_m8_dr", "pmd_hoffman", "pmd_m8_hoffman",
-                        "pmd_m8_dr_hoffman")),
+                        "pmd_m8_dr_hoffman",
+                        # the sparse-GP PMD whose inducing inputs move at pass ends (issue 35)
+                        "pmd_move")),
     # gpjax_svgp at place 1 (dashed): it overlays SVI-GP (``svi``) in the sparse-GP figure
     "vi": ("#ff7f0e", ("svi", "gpjax_svgp", "svi_hoffman", "numpyro_svi", "jj_svi", "svi_gp", "lda_svi",
                        "gpjax_svgp_learned")),

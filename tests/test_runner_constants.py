@@ -65,6 +65,8 @@ def _problem():
 
 METHODS = {
     "pmd": lambda model, data: StructuredPMDGP(model, ROWS, num_particles=2),
+    "pmd_move": lambda model, data: StructuredPMDGP(model, ROWS, num_particles=2, moves={"steps": 1, "block": 2},
+                                                    data=data),
     "svi_gp": lambda model, data: SVIGP(model, ROWS, data=data),
     "smc_gp": lambda model, data: OnePassSMCGP(model, ROWS, num_particles=4, data=data),
     "sod": lambda model, data: SubsetOfData(model, ROWS, data=data),

@@ -17,6 +17,7 @@ nothing and evaluate nothing (``lax.cond``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import jax
@@ -94,8 +95,7 @@ class SubsetOfData:
         gp, subset = state
         first = gp.step == 0
         solved = jax.lax.cond(first, lambda rows: subset_solution(self.model, rows), lambda rows: gp, subset)
-        solved = SparseGPState(solved.inducing, solved.chol_k, solved.prec, solved.shift, solved.log_partition,
-                               solved.log_weights, gp.step + 1)
+        solved = replace(solved, step=gp.step + 1)
         rows = jnp.where(first, self.subset_size, 0)
         return (solved, subset), {"visited": rows, **work(rows)}
 

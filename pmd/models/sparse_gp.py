@@ -52,10 +52,15 @@ def rbf(x1, x2, lengthscale, variance=1.0, xp=jnp):
     expanded after subtracting the mean of ``x2`` from both sets (a translation changes no distance
     and keeps the float32 expansion from cancelling) and clipped at zero.
     """
+    return variance * xp.exp(-0.5 * squared_distances(x1, x2, xp) / lengthscale**2)
+
+
+def squared_distances(x1, x2, xp=jnp):
+    """``‖x1_i - x2_j‖²`` between the rows of ``x1 (n, d)`` and ``x2 (m, d)``, as :func:`rbf` computes them."""
     centre = xp.mean(x2, axis=0)
     a, b = x1 - centre, x2 - centre
     sq = xp.sum(a * a, axis=1)[:, None] + xp.sum(b * b, axis=1)[None, :] - 2.0 * a @ b.T
-    return variance * xp.exp(-0.5 * xp.maximum(sq, 0.0) / lengthscale**2)
+    return xp.maximum(sq, 0.0)
 
 
 def median_bandwidth(x: np.ndarray, scale: float = 1.0, max_points: int = 2000, seed: int = 0) -> float:
@@ -177,13 +182,54 @@ def features(model: SparseGP, z: Array, chol_k: Array, x: Array) -> Array:
     return solve_triangular(chol_k, model.kernel(z, x), lower=True).T
 
 
-def batch_statistics(model: SparseGP, a: Array, y: Array, scale) -> tuple[Array, Array, Array]:
+def batch_statistics(model: SparseGP, a: Array, y: Array, scale,
+                     keep: Array | None = None) -> tuple[Array, Array, Array]:
     """The batch's Gaussian likelihood ``scale · Σ_b log N(y_b | a_bᵀv, β⁻¹)`` as
     ``(-½ vᵀPv + rᵀv + c)``: returns ``(P, r, c) = (scale β AᵀA, scale β Aᵀy, scale Σ_b log N(y_b|0,β⁻¹))``.
-    ``scale = N/B`` makes it an unbiased estimate of the full-data log-likelihood."""
+    ``scale = N/B`` makes it an unbiased estimate of the full-data log-likelihood. ``keep`` (0/1 per
+    row) drops the rows where it is 0 (the padding of :func:`sum_over_rows`)."""
     beta = model.precision
-    c = scale * jnp.sum(-0.5 * beta * y**2 + 0.5 * jnp.log(beta / (2.0 * math.pi)))
+    if keep is not None:
+        a, y = a * keep[:, None], y * keep
+    terms = -0.5 * beta * y**2 + 0.5 * jnp.log(beta / (2.0 * math.pi))
+    c = scale * jnp.sum(terms if keep is None else terms * keep)
     return scale * beta * (a.T @ a), scale * beta * (a.T @ y), c
+
+
+def sum_over_rows(fn, x: Array, y: Array, chunk_rows: int | None):
+    """``fn(x, y, keep)`` (a pytree, additive over rows) summed over slices of ``chunk_rows`` rows:
+    one compiled slice, the last zero-padded with ``keep = 0`` on its padding, so that no
+    ``rows × M`` array of the whole data set exists at once. ``chunk_rows=None``: one slice."""
+    rows = y.shape[0]
+    if chunk_rows is None or chunk_rows >= rows:
+        return fn(x, y, jnp.ones_like(y))
+    pad = -rows % chunk_rows
+    xs = jnp.pad(x, ((0, pad), (0, 0))).reshape(-1, chunk_rows, x.shape[1])
+    ys = jnp.pad(y, (0, pad)).reshape(-1, chunk_rows)
+    keep = jnp.pad(jnp.ones_like(y), (0, pad)).reshape(-1, chunk_rows)
+    parts = jax.lax.map(lambda c: fn(*c), (xs, ys, keep))
+    return jax.tree_util.tree_map(lambda p: jnp.sum(p, axis=0), parts)
+
+
+def collapsed_evidence(model: SparseGP, z: Array, data: dict, chunk_rows: int | None = None
+                       ) -> tuple[Array, Array, Array, Array]:
+    """``log p(y | Z)`` (the DTC evidence, :func:`dtc_log_evidence`'s quantity) in JAX, with the exact
+    posterior of the whitened ``v`` that comes with it, in ``O(N M²)``.
+
+    With ``(P, r, c)`` the whole data set's :func:`batch_statistics` (``scale = 1``), the likelihood
+    is ``exp(-½ vᵀPv + rᵀv + c)`` and the prior ``N(0, I)``, so
+    ``p(y|Z) = ∫ N(v|0, I) exp(-½ vᵀPv + rᵀv + c) dv = exp(A(I + P, r) - A(I, 0) + c)``
+    (:func:`log_partition`) and ``p(v | y, Z)`` has natural parameters ``(I + P, r)``: Titsias'
+    (2009) optimal ``q(u|Z)`` after whitening. Returns ``(log p(y|Z), L, I + P, r)`` with ``L`` the
+    whitening factor of ``z``.
+    """
+    chol_k = whitening(model, z)
+    x, y = jnp.asarray(data["x"]), jnp.asarray(data["y"])
+    p, r, c = sum_over_rows(lambda xc, yc, keep: batch_statistics(model, features(model, z, chol_k, xc), yc, 1.0,
+                                                                  keep), x, y, chunk_rows)
+    m = z.shape[0]
+    prec = jnp.eye(m, dtype=p.dtype) + p
+    return log_partition(prec, r) - 0.5 * m * math.log(2.0 * math.pi) + c, chol_k, prec, r
 
 
 def log_partition(prec: Array, shift: Array) -> Array:
@@ -226,20 +272,13 @@ def svgp_elbo(model: SparseGP, z: Array, chol_k: Array, loc: Array, scale: Array
     Titsias/Hensman bound (GPJax's) from the model's own log-likelihood.
 
     ``chunk_rows``: sum the batch's terms over slices of that many rows (one compiled slice; the
-    last is zero-padded and masked), so the ``B × M`` features never exist at once. The whole
+    last is zero-padded and masked: :func:`sum_over_rows`), so the ``B × M`` features never exist at once. The whole
     training set of H.3.2 (463,715 rows, ``M = 1024``) would otherwise need several ``B × M``
     float64 arrays of 3.8 GB each.
     """
     x, y = jnp.asarray(batch["x"]), jnp.asarray(batch["y"])
     rows = y.shape[0]
-    if chunk_rows is None or chunk_rows >= rows:
-        fit = jnp.sum(_svgp_fit(model, z, chol_k, loc, scale, x, y, jnp.ones_like(y)))
-    else:
-        pad = -rows % chunk_rows
-        xs = jnp.pad(x, ((0, pad), (0, 0))).reshape(-1, chunk_rows, x.shape[1])
-        ys = jnp.pad(y, (0, pad)).reshape(-1, chunk_rows)
-        keep = jnp.pad(jnp.ones_like(y), (0, pad)).reshape(-1, chunk_rows)
-        fit = jnp.sum(jax.lax.map(lambda c: jnp.sum(_svgp_fit(model, z, chol_k, loc, scale, *c)), (xs, ys, keep)))
+    fit = sum_over_rows(lambda *c: jnp.sum(_svgp_fit(model, z, chol_k, loc, scale, *c)), x, y, chunk_rows)
     m = loc.shape[0]
     logdet = jnp.linalg.slogdet(scale)[1]
     kl = 0.5 * (jnp.sum(scale**2) + loc @ loc - m) - logdet
