@@ -74,12 +74,14 @@ def kernel_log_density(points: Array, kernel: Kernel, log_weights: Array) -> Arr
     ``points``. ``log_weights`` need not be normalised; ``-inf`` entries are absent components."""
     log_w = log_weights - logsumexp(log_weights)
 
-    per_cluster = []
-    for k in range(kernel.chols.shape[0]):  # a loop, not vmap: a (K, n, m) block hung XLA's CPU runtime
+    def cluster(k, chol):
         mine = jnp.where(kernel.cluster == k, log_w, -jnp.inf)
-        per_cluster.append(logsumexp(gaussian_kernel_log_matrix(points, kernel.centres, kernel.chols[k])
-                                     + mine[None, :], axis=1))
-    return logsumexp(jnp.stack(per_cluster), axis=0)
+        return logsumexp(gaussian_kernel_log_matrix(points, kernel.centres, chol) + mine[None, :], axis=1)
+
+    # a loop, not vmap (a (K, n, m) block hung XLA's CPU runtime), and not unrolled (K copies in the
+    # compiled program: issue 35)
+    per_cluster = jax.lax.map(lambda args: cluster(*args), (jnp.arange(kernel.chols.shape[0]), kernel.chols))
+    return logsumexp(per_cluster, axis=0)
 
 
 def kernel_sample(key: Array, kernel: Kernel, log_weights: Array, n: int, stratified: bool = False) -> Array:

@@ -190,24 +190,30 @@ class MALAMoves:
             z = (to - drift(frm, grad_frm, eps)) @ inverse_root.T
             return -0.5 * jnp.sum(z**2, axis=1) / eps**2
 
-        def move(carry, k, eps):
+        keys = jax.random.split(k_moves, self.steps)
+
+        def move(carry, j, eps):
+            """Move ``j`` (1, ..., ``steps``); ``j = 0`` evaluates the start, so that the target's read
+            appears once in the compiled program (issue 35: compilation dominated small problems)."""
             x, logp, grad = carry
-            k_z, k_u = jax.random.split(k)
+            k_z, k_u = jax.random.split(keys[jnp.maximum(j - 1, 0)])
             z = jax.random.normal(k_z, x.shape, x.dtype)
-            prop = drift(x, grad, eps) + eps * z @ root.T
+            start = j == 0
+            prop = jnp.where(start, x, drift(x, grad, eps) + eps * z @ root.T)
             logp_prop, grad_prop = evaluate(prop)
             log_ratio = (logp_prop + log_proposal(x, prop, grad_prop, eps)
                          - logp - log_proposal(prop, x, grad, eps))
             log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
-            accept = jnp.log(jax.random.uniform(k_u, (m,), x.dtype)) < log_ratio
+            accept = start | (jnp.log(jax.random.uniform(k_u, (m,), x.dtype)) < log_ratio)
             x = jnp.where(accept[:, None], prop, x)
             logp = jnp.where(accept, logp_prop, logp)
             grad = jnp.where(accept[:, None], grad_prop, grad)
             return (x, logp, grad), jnp.mean(accept.astype(x.dtype))
 
         eps = jnp.asarray(initial_step_size(d) if step_size is None else step_size, x.dtype)
-        (x, logp, _), rates = jax.lax.scan(partial(move, eps=eps), (x, *evaluate(x)),
-                                           jax.random.split(k_moves, self.steps))
+        unset = jnp.zeros((m,), x.dtype), jnp.zeros_like(x)  # replaced at j = 0
+        (x, logp, _), rates = jax.lax.scan(partial(move, eps=eps), (x, *unset), jnp.arange(self.steps + 1))
+        rates = rates[1:]
         if self.independence and m >= 2:
             if kernel is None:
                 raise ValueError("independence sweeps draw from a KDE: pass kernel=, (key, θ, log α) -> Kernel")
