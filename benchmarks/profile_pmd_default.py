@@ -55,11 +55,9 @@ def profile_run(method, data, key, batch, passes):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--features", type=int, default=10)
-    parser.add_argument("--particles", type=int, default=1000)
-    parser.add_argument("--batch", type=int, default=1000)
-    parser.add_argument("--passes", type=float, default=2.0)
+    for flag, default in (("--rows", 200_000), ("--features", 10), ("--particles", 1000), ("--batch", 1000),
+                          ("--passes", 2.0)):
+        parser.add_argument(flag, type=type(default), default=default)
     args = parser.parse_args(argv)
     data = synthetic(args.rows, args.features)
     model = BayesianLogisticRegression(dim=args.features + 1).model()

@@ -93,7 +93,12 @@ def kernel_sample(key: Array, kernel: Kernel, log_weights: Array, n: int, strati
     k_idx, k_eps = jax.random.split(key)
     idx = (stratified_draw if stratified else categorical_draw)(k_idx, log_weights, n)
     eps = jax.random.normal(k_eps, (n, kernel.centres.shape[1]), dtype=kernel.centres.dtype)
-    return kernel.centres[idx] + jnp.einsum("nij,nj->ni", kernel.chols[kernel.cluster[idx]], eps)
+    cluster = kernel.cluster[idx]
+
+    def add_cluster(k, noise):  # one (n×d)·(d×d) product per cluster, not an (n, d, d) gather of factors
+        return noise + jnp.where((cluster == k)[:, None], eps @ kernel.chols[k].T, 0.0)
+
+    return kernel.centres[idx] + jax.lax.fori_loop(0, kernel.chols.shape[0], add_cluster, jnp.zeros_like(eps))
 
 
 def kde_log_density(points: Array, centers: Array, log_weights: Array, chol: Array) -> Array:
