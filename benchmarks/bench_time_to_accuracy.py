@@ -12,7 +12,8 @@ Problems:
 Every method runs under the posteriordb experiment's budget rule and method entries
 (:func:`workflow.experiments.posteriordb.budget`, the config's ``posteriordb`` section): the same
 steps and batches for every method, nothing tuned per problem. The posterior is scored every
-``--evals-per-pass``-th of a pass; the clock is the runner's stepping time (compilation included,
+``--evals-per-pass``-th of a pass; the clock is the method's building and initialisation (SVI's and
+SGLD's Laplace start, PMD's first kernel) plus the runner's stepping time (compilation included,
 scoring excluded). NUTS is BlackJAX's (``--nuts-warmup`` steps of window adaptation, then draws
 scored in chunks of ``--nuts-chunk``, one chain from a prior draw), its clock including warm-up.
 
@@ -88,45 +89,57 @@ def time_method(label, spec, section, problem, reference, args):
     batch = settings["batch_size"]
     eval_every = max(batch, settings["steps_per_pass"] * batch // args.evals_per_pass)
     try:
+        t0 = time.perf_counter()
         method = methods.build(label, spec, problem.model, problem.data, settings["num_steps"])
         result = run_budgeted(method, problem.data, settings, jax.random.key(args.seed),
                               Scorer(problem, reference, section["eval_samples"]), eval_every=eval_every)
+        total = time.perf_counter() - t0
     except Exception as err:  # noqa: BLE001 (a failure is a result)
         return {"error": f"{type(err).__name__}: {err}"}
-    return {"wall_time": result.curves["wall_time"].tolist(), "visited": result.visited.tolist(),
-            "mean_error": result.curves["mean_error"].tolist()}
+    start = total - result.step_seconds - result.eval_seconds  # building and init: SVI's Laplace start, PMD's init
+    return {"wall_time": (start + result.curves["wall_time"]).tolist(), "visited": result.visited.tolist(),
+            "mean_error": result.curves["mean_error"].tolist(), "start_seconds": start}
+
+
+def nuts_logdensity(model, data):
+    """``θ ↦ log p(θ) + Σ_n log p(x_n|θ)`` on the whole ``data`` (blocks of 4,096 rows), NUTS's target.
+    Build it inside the jitted function that takes ``data`` as an argument: a closed-over data set is a
+    compile-time constant (docs/findings.md, 2026-11-25)."""
+    loglik = full_log_likelihood(model, data, chunk=min(int(jax.tree_util.tree_leaves(data)[0].shape[0]), 4096))
+    return lambda theta: model.log_prior_many(theta[None])[0] + loglik(theta[None])[0]
 
 
 def time_nuts(problem, reference, args, eval_samples):
-    """BlackJAX NUTS with window adaptation: the same curve, warm-up on the clock."""
+    """BlackJAX NUTS with window adaptation: the same curve, warm-up on the clock (its compilation
+    included), ``visited`` the leapfrog steps' full-data gradients times ``N``."""
     model, data = problem.model, jax.tree_util.tree_map(jnp.asarray, problem.data)
     num_data = int(jax.tree_util.tree_leaves(data)[0].shape[0])
-    loglik = full_log_likelihood(model, data, chunk=min(num_data, 4096))
-
-    def logdensity(theta):
-        return model.log_prior_many(theta[None])[0] + loglik(theta[None])[0]
-
     k_init, k_warm, k_draw, k_score = jax.random.split(jax.random.key(args.seed), 4)
     scorer = Scorer(problem, reference, eval_samples)
-    t0 = time.perf_counter()
-    warmup = blackjax.window_adaptation(blackjax.nuts, logdensity)
-    (state, params), warm_info = warmup.run(k_warm, model.sample_prior(k_init, 1)[0], num_steps=args.nuts_warmup)
-    jax.block_until_ready(state)
-    clock = time.perf_counter() - t0
-    visited = int(np.sum(warm_info.info.num_integration_steps)) * num_data
-    kernel = jax.jit(blackjax.nuts(logdensity, **params).step)
 
     @jax.jit
-    def chunk(state, key):
+    def warmup(key, position, data):
+        adaptation = blackjax.window_adaptation(blackjax.nuts, nuts_logdensity(model, data))
+        return adaptation.run(key, position, num_steps=args.nuts_warmup)
+
+    @jax.jit
+    def chunk(state, key, params, data):
+        kernel = blackjax.nuts(nuts_logdensity(model, data), **params).step
+
         def one(s, k):
             s, info = kernel(k, s)
             return s, (s.position, info.num_integration_steps)
         return jax.lax.scan(one, state, jax.random.split(key, args.nuts_chunk))
 
+    t0 = time.perf_counter()
+    (state, params), warm_info = warmup(k_warm, model.sample_prior(k_init, 1)[0], data)
+    jax.block_until_ready(state)
+    clock = time.perf_counter() - t0
+    visited = int(np.sum(warm_info.info.num_integration_steps)) * num_data
     draws, curve = [], {"wall_time": [], "visited": [], "mean_error": []}
     for i in range(args.nuts_draws // args.nuts_chunk):
         t0 = time.perf_counter()
-        state, (positions, steps) = chunk(state, jax.random.fold_in(k_draw, i))
+        state, (positions, steps) = chunk(state, jax.random.fold_in(k_draw, i), params, data)
         jax.block_until_ready(positions)
         clock += time.perf_counter() - t0
         visited += int(np.sum(steps)) * num_data
@@ -177,6 +190,14 @@ def figure(results, threshold, path):
     fig.savefig(path, dpi=120)
 
 
+def add_timing_arguments(parser):
+    """The options :func:`time_method`, :func:`time_nuts` and :func:`summarise` read (this script's and
+    ``bench_growing_n.py``'s)."""
+    for flag, default in (("--threshold", 0.5), ("--evals-per-pass", 5), ("--nuts-warmup", 500),
+                          ("--nuts-draws", 1000), ("--nuts-chunk", 50), ("--seed", 0)):
+        parser.add_argument(flag, type=type(default), default=default)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="workflow/config/standard.yaml", help="its posteriordb section's methods and budget")
@@ -185,12 +206,7 @@ def main(argv=None):
     parser.add_argument("--prior-std", type=float, default=1.0)
     parser.add_argument("--posteriors", nargs="*", default=["kidiq-kidscore_momiq", "eight_schools-eight_schools_noncentered"])
     parser.add_argument("--methods", nargs="*", default=None, help="labels of the section's methods (default: all)")
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--evals-per-pass", type=int, default=5)
-    parser.add_argument("--nuts-warmup", type=int, default=500)
-    parser.add_argument("--nuts-draws", type=int, default=1000)
-    parser.add_argument("--nuts-chunk", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=0)
+    add_timing_arguments(parser)
     parser.add_argument("--out", default="results/benchmarks/time_to_accuracy")
     args = parser.parse_args(argv)
 

@@ -243,14 +243,18 @@ class PMD:
                 raise ConfigError(f"rejuvenate: data has {sorted(rows)} rows, data_size is {self.data_size}")
             self.data = jax.tree_util.tree_map(jnp.asarray, data)
         self._step = jax.jit(self._robust_step if variant == "robust" else self._paper_step)
+        self._init = jax.jit(self._initial_state)  # op by op, the kernel's fit took seconds to dispatch (issue 35)
 
     # -- the interface -------------------------------------------------------------------------
     def init(self, key: Array) -> PMDState:
         """``q̃_1 = p`` (Algorithm 1, line 3): ``m`` prior draws, equally weighted."""
+        return self._init(key)
+
+    def _initial_state(self, key: Array) -> PMDState:
         m = self.num_particles
         k_prior, k_kernel = jax.random.split(key)
         positions = self.model.sample_prior(k_prior, m)
-        active = m if self.strategy == "particles" or self.variant == "robust" else int(self.particles(1))
+        active = m if self.strategy == "particles" or self.variant == "robust" else self.particles(1)
         log_w = normalize(jnp.where(jnp.arange(m) < active, 0.0, -jnp.inf).astype(positions.dtype))
         zero = jnp.asarray(0.0, positions.dtype)
         return PMDState(
@@ -405,7 +409,7 @@ class PMD:
 
         def segment(carry):
             (positions, log_w, base, kernel, visited, done, exponent, gamma_step, mala_step,
-             substeps, uncapped, redraws, moved, acceptance, read, index, evals, grads) = carry
+             substeps, uncapped, redraws, moved, acceptance, read, moved_count, index, evals, grads) = carry
             streaming = visited < n
             pass_end = (visited // n + 1) * n
             end = jnp.minimum(size, done + pass_end - visited)
@@ -424,35 +428,38 @@ class PMD:
                 partial = self.moves.due_in_first_pass(state.step + 1, after < n)
                 move = self.moves.due(visited // n, after // n) | partial
                 rows_target = jnp.where(partial, after, n)
+                moves = self.moves.moves_in(partial)
 
                 def rejuvenate():
-                    k_move, k_kernel = jax.random.split(jax.random.fold_in(key, k_segment + self.max_substeps))
+                    k_move = jax.random.split(jax.random.fold_in(key, k_segment + self.max_substeps))[0]
                     target = LogTarget(self.model, data, self.moves.chunk)
                     pos, logp, rate = self.moves(k_move, positions, log_w, target, rows_target, mala_step,
                                                  order=order if self._tracks_rows else None,
-                                                 kernel=lambda k, p, w: self._kernel(k, p, w, gamma))
+                                                 kernel=lambda k, p, w: self._kernel(k, p, w, gamma), moves=moves)
                     uniform = jnp.zeros((m,), dtype) - jnp.log(jnp.asarray(m, dtype))
                     base_new = self.model.log_prior_many(pos) - logp
-                    return (pos, uniform, base_new, self._kernel(k_kernel, pos, uniform, gamma), rate,
-                            self.moves.adapt(mala_step, rate))
+                    # the kernel stays the last redraw's (the next redraw fits its own, so a fit here
+                    # would only be reported: one more k-means in the compiled program, issue 35)
+                    return pos, uniform, base_new, kernel, rate, self.moves.adapt(mala_step, rate)
 
                 positions, log_w, base, kernel, acceptance, mala_step = jax.lax.cond(
                     move, rejuvenate, lambda: (positions, log_w, base, kernel, acceptance, mala_step))
                 moved = moved | move
-                read = read + move * self.moves.reads_per_round * rows_target.astype(jnp.int32)
-                move_evals, move_grads = self.moves.work(rows_target, m, self.model.dim)
+                read = read + move * self.moves.reads_per_round(moves) * rows_target.astype(jnp.int32)
+                moved_count = moved_count + move * moves
+                move_evals, move_grads = self.moves.work(rows_target, m, self.model.dim, moves)
                 evals, grads = evals + jnp.where(move, move_evals, 0.0), grads + jnp.where(move, move_grads, 0.0)
             return (positions, log_w, base, kernel, after, end, exponent, gamma_step + gamma * (1.0 - gamma_step),
                     mala_step, substeps + sub, uncapped | (sub >= self.max_substeps), redraws + drawn, moved,
-                    acceptance, read, index + 1, evals, grads)
+                    acceptance, read, moved_count, index + 1, evals, grads)
 
         carry = (state.positions, state.log_weights, state.base, state.kernel, state.seen,
                  jnp.asarray(0, jnp.int32), state.exponent, jnp.asarray(0.0, dtype), state.mala_step,
                  jnp.asarray(0), jnp.asarray(False), jnp.asarray(0), jnp.asarray(False),
-                 jnp.asarray(jnp.nan, dtype), jnp.asarray(0, jnp.int32), jnp.asarray(0),
+                 jnp.asarray(jnp.nan, dtype), jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32), jnp.asarray(0),
                  jnp.asarray(0.0, jnp.float32), jnp.asarray(0.0, jnp.float32))
         (positions, log_w, base, kernel, seen, _, exponent, gamma, mala_step, substeps, uncapped, redraws, moved,
-         acceptance, read, _, evals, grads) = jax.lax.while_loop(lambda c: c[5] < size, segment, carry)
+         acceptance, read, moved_count, _, evals, grads) = jax.lax.while_loop(lambda c: c[5] < size, segment, carry)
         clock = (seen / size).astype(dtype)
         new = PMDState(
             positions=positions,
@@ -481,7 +488,7 @@ class PMD:
             **work(evals, grads),
         }
         if self.moves is not None:
-            info.update(moved=moved, acceptance=acceptance, visited=jnp.asarray(size, jnp.int32) + read)
+            info.update(moved=moved, acceptance=acceptance, mala_moves=moved_count, visited=jnp.asarray(size, jnp.int32) + read)
         return new, info
 
     # -- the paper variant ---------------------------------------------------------------------

@@ -74,12 +74,14 @@ def kernel_log_density(points: Array, kernel: Kernel, log_weights: Array) -> Arr
     ``points``. ``log_weights`` need not be normalised; ``-inf`` entries are absent components."""
     log_w = log_weights - logsumexp(log_weights)
 
-    per_cluster = []
-    for k in range(kernel.chols.shape[0]):  # a loop, not vmap: a (K, n, m) block hung XLA's CPU runtime
+    def cluster(k, chol):
         mine = jnp.where(kernel.cluster == k, log_w, -jnp.inf)
-        per_cluster.append(logsumexp(gaussian_kernel_log_matrix(points, kernel.centres, kernel.chols[k])
-                                     + mine[None, :], axis=1))
-    return logsumexp(jnp.stack(per_cluster), axis=0)
+        return logsumexp(gaussian_kernel_log_matrix(points, kernel.centres, chol) + mine[None, :], axis=1)
+
+    # a loop, not vmap (a (K, n, m) block hung XLA's CPU runtime), and not unrolled (K copies in the
+    # compiled program: issue 35)
+    per_cluster = jax.lax.map(lambda args: cluster(*args), (jnp.arange(kernel.chols.shape[0]), kernel.chols))
+    return logsumexp(per_cluster, axis=0)
 
 
 def kernel_sample(key: Array, kernel: Kernel, log_weights: Array, n: int, stratified: bool = False) -> Array:
@@ -91,7 +93,12 @@ def kernel_sample(key: Array, kernel: Kernel, log_weights: Array, n: int, strati
     k_idx, k_eps = jax.random.split(key)
     idx = (stratified_draw if stratified else categorical_draw)(k_idx, log_weights, n)
     eps = jax.random.normal(k_eps, (n, kernel.centres.shape[1]), dtype=kernel.centres.dtype)
-    return kernel.centres[idx] + jnp.einsum("nij,nj->ni", kernel.chols[kernel.cluster[idx]], eps)
+    cluster = kernel.cluster[idx]
+
+    def add_cluster(k, noise):  # one (n×d)·(d×d) product per cluster, not an (n, d, d) gather of factors
+        return noise + jnp.where((cluster == k)[:, None], eps @ kernel.chols[k].T, 0.0)
+
+    return kernel.centres[idx] + jax.lax.fori_loop(0, kernel.chols.shape[0], add_cluster, jnp.zeros_like(eps))
 
 
 def kde_log_density(points: Array, centers: Array, log_weights: Array, chol: Array) -> Array:

@@ -74,11 +74,13 @@ def weighted_kmeans(key: Array, points: Array, log_weights: Array, k: int, iters
     for j in range(1, k):  # unchosen rows still hold the first centre: distances to the chosen ones
         nearest = jnp.min(pairwise_sq_distances(fit, centres), axis=1)
         centres = centres.at[j].set(fit[jax.random.categorical(keys[j - 1], jnp.log(jnp.maximum(nearest, 1e-30)))])
-    for _ in range(iters):
+    def lloyd(_, centres):  # a loop, not unrolled: one copy in the compiled program (issue 35)
         one_hot = jax.nn.one_hot(jnp.argmin(pairwise_sq_distances(fit, centres), axis=1), k, dtype=points.dtype)
         count = jnp.sum(one_hot, axis=0)
         means = (one_hot.T @ fit) / jnp.maximum(count, 1.0)[:, None]
-        centres = jnp.where(count[:, None] > 0, means, centres)
+        return jnp.where(count[:, None] > 0, means, centres)
+
+    centres = jax.lax.fori_loop(0, iters, lloyd, centres)
     return jnp.argmin(pairwise_sq_distances(points, centres), axis=1).astype(jnp.int32)
 
 
@@ -111,9 +113,8 @@ def merge_unseparated(labels: Array, means: Array, covs: Array, mass: Array, sep
     d_ashman = jnp.sqrt(2.0 * sq / jnp.maximum(along + along.T, 1e-30))
     present = mass > 0
     joined = (d_ashman < separation) & present[:, None] & present[None, :] | jnp.eye(k, dtype=bool)
-    reach = joined
-    for _ in range(k):  # transitive closure
-        reach = reach | jnp.any(reach[:, :, None] & reach[None, :, :], axis=1)
+    reach = jax.lax.fori_loop(0, k, lambda _, r: r | jnp.any(r[:, :, None] & r[None, :, :], axis=1),
+                              joined)  # transitive closure
     root = jnp.argmax(reach, axis=1)  # the smallest label each cluster reaches
     return root[labels].astype(jnp.int32)
 

@@ -22,6 +22,11 @@ scale (1.59M rows, d = 51, m = 1000, docs/findings.md): without first-pass moves
 partial-posterior sd off after 10,000 rows and 40 sd at the end of the first pass, since each
 reweight-and-redraw cycle loses spread and the losses compound over thousands of steps; a doubling
 schedule costs at most ``2 N`` row reads per move and catches the cloud before it is lost.
+``first_pass_steps`` (default: ``steps``) sets the MALA moves of those first-pass rounds alone, the
+number fixed before the round, so each round is still a composition of π-invariant kernels; measured
+(issue 35, docs/findings.md 2026-11-26): 2 instead of 5 cut the rows the default read at
+N = 2·10⁵, d = 11 by 15% and left the pass-1 error at 0.043 against 0.029 reference sd (one seed), so it is an
+option, not the default.
 
 The kernel: the weighted particles are resampled (stratified), then ``steps`` Metropolis-adjusted
 Langevin moves (Roberts & Tweedie 1996) preconditioned by ``A = R Rᵀ``:
@@ -94,6 +99,7 @@ class MALAMoves:
     jitter: float = 1e-6
     at: str = "every_pass"  # or "doubling": at the end of passes 1, 2, 4, 8, ...
     first_pass: bool = False  # also after steps 2, 4, 8, ... of the first pass (partial posteriors)
+    first_pass_steps: int | None = None  # MALA moves in those first-pass rounds (None: ``steps``)
     precondition: str = "cloud"  # or "hessian": the target's inverse Hessian at the cloud's mean
     independence: int = 0  # sweeps of the independence sampler after the MALA moves (:func:`independence_sweeps`)
 
@@ -104,7 +110,7 @@ class MALAMoves:
         if not isinstance(spec, Mapping) or spec.get("kind") != "mala":
             raise ValueError(f"rejuvenate must be {{'kind': 'mala', 'steps': k}}, got {spec!r}")
         args = {k: v for k, v in spec.items() if k != "kind"}
-        known = ("steps", "chunk", "jitter", "at", "first_pass", "precondition", "independence")
+        known = ("steps", "chunk", "jitter", "at", "first_pass", "first_pass_steps", "precondition", "independence")
         unknown = sorted(set(args) - set(known))
         if unknown:
             raise ValueError(f"rejuvenate: unknown fields {unknown}; known: {', '.join(known)}")
@@ -119,24 +125,33 @@ class MALAMoves:
             value = getattr(moves, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"rejuvenate: {name} must be a positive integer, got {value!r}")
+        if moves.first_pass_steps is not None and (isinstance(moves.first_pass_steps, bool) or not isinstance(
+                moves.first_pass_steps, int) or not 1 <= moves.first_pass_steps <= moves.steps):
+            raise ValueError(f"rejuvenate: first_pass_steps must be an integer from 1 to steps ({moves.steps}) or "
+                             f"null, got {moves.first_pass_steps!r}")
         if isinstance(moves.independence, bool) or not isinstance(moves.independence, int) or moves.independence < 0:
             raise ValueError(f"rejuvenate: independence must be a non-negative integer, got {moves.independence!r}")
         return moves
 
-    @property
-    def reads_per_round(self) -> int:
-        """Full reads of the target's rows one round of moves makes: the gradient at the start and
-        at every proposal, the Hessian's (one read, ``d`` forward passes) when it preconditions, and
-        the value at every independence sweep's proposals."""
-        return self.steps + 1 + (self.precondition == "hessian") + self.independence
+    def moves_in(self, first_pass: Array) -> Array:
+        """The MALA moves of a round: ``first_pass_steps`` in a first-pass round, else ``steps``."""
+        return jnp.where(first_pass, self.steps if self.first_pass_steps is None else self.first_pass_steps,
+                         self.steps)
 
-    def work(self, rows: Array, num_particles: int, dim: int) -> tuple[Array, Array]:
-        """``(evals, grad_evals)`` of one round over ``rows`` rows (:data:`pmd.runner.WORK`): every
-        particle's value and gradient at its start and at each of the ``steps`` proposals, and with
-        ``precondition="hessian"`` the Hessian at one point (``d`` forward-over-reverse passes: one
-        read, ``d`` gradients per row), and each independence sweep's value at ``m`` proposals."""
+    def reads_per_round(self, moves: Array) -> Array:
+        """Full reads of the target's rows one round of ``moves`` MALA moves makes: the gradient at
+        the start and at every proposal, the Hessian's (one read, ``d`` forward passes) when it
+        preconditions, and the value at every independence sweep's proposals."""
+        return moves + 1 + (self.precondition == "hessian") + self.independence
+
+    def work(self, rows: Array, num_particles: int, dim: int, moves: Array) -> tuple[Array, Array]:
+        """``(evals, grad_evals)`` of one round of ``moves`` MALA moves over ``rows`` rows
+        (:data:`pmd.runner.WORK`): every particle's value and gradient at its start and at each
+        proposal, and with ``precondition="hessian"`` the Hessian at one point (``d``
+        forward-over-reverse passes: one read, ``d`` gradients per row), and each independence
+        sweep's value at ``m`` proposals."""
         rows = jnp.asarray(rows, jnp.float32)
-        per_particle = rows * num_particles * (self.steps + 1)
+        per_particle = rows * num_particles * (jnp.asarray(moves, jnp.float32) + 1)
         hessian = self.precondition == "hessian"
         independence = rows * num_particles * self.independence
         return per_particle + hessian * rows + independence, per_particle + hessian * rows * dim
@@ -165,8 +180,9 @@ class MALAMoves:
 
     def __call__(self, key: Array, positions: Array, log_weights: Array, target: "LogTarget",
                  count: Array, step_size: Array | None = None, order: Array | None = None,
-                 kernel: KernelRule | None = None) -> tuple[Array, Array, Array]:
-        """Resample, then move on ``target`` over its first ``count`` rows (of ``order``, if given)
+                 kernel: KernelRule | None = None, moves: Array | None = None) -> tuple[Array, Array, Array]:
+        """Resample, then ``moves`` MALA moves (default ``steps``; at most ``steps``, the number fixed
+        before the round starts) on ``target`` over its first ``count`` rows (of ``order``, if given)
         with the step size ``ε = step_size`` (default :func:`initial_step_size`) for every move, then
         ``independence`` sweeps of :func:`independence_sweeps` with proposals from ``kernel``'s KDE:
         ``(positions, log target at them, mean acceptance over the MALA moves)``."""
@@ -190,30 +206,37 @@ class MALAMoves:
             z = (to - drift(frm, grad_frm, eps)) @ inverse_root.T
             return -0.5 * jnp.sum(z**2, axis=1) / eps**2
 
-        def move(carry, k, eps):
-            x, logp, grad = carry
-            k_z, k_u = jax.random.split(k)
+        keys = jax.random.split(k_moves, self.steps)
+
+        def move(j, carry, eps):
+            """Move ``j`` (1, ..., ``moves``); ``j = 0`` evaluates the start, so that the target's read
+            appears once in the compiled program (issue 35: compilation dominated small problems)."""
+            x, logp, grad, accepted = carry
+            k_z, k_u = jax.random.split(keys[jnp.maximum(j - 1, 0)])
             z = jax.random.normal(k_z, x.shape, x.dtype)
-            prop = drift(x, grad, eps) + eps * z @ root.T
+            start = j == 0
+            prop = jnp.where(start, x, drift(x, grad, eps) + eps * z @ root.T)
             logp_prop, grad_prop = evaluate(prop)
             log_ratio = (logp_prop + log_proposal(x, prop, grad_prop, eps)
                          - logp - log_proposal(prop, x, grad, eps))
             log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
-            accept = jnp.log(jax.random.uniform(k_u, (m,), x.dtype)) < log_ratio
+            accept = start | (jnp.log(jax.random.uniform(k_u, (m,), x.dtype)) < log_ratio)
             x = jnp.where(accept[:, None], prop, x)
             logp = jnp.where(accept, logp_prop, logp)
             grad = jnp.where(accept[:, None], grad_prop, grad)
-            return (x, logp, grad), jnp.mean(accept.astype(x.dtype))
+            return x, logp, grad, accepted + jnp.where(start, 0.0, jnp.mean(accept.astype(x.dtype)))
 
         eps = jnp.asarray(initial_step_size(d) if step_size is None else step_size, x.dtype)
-        (x, logp, _), rates = jax.lax.scan(partial(move, eps=eps), (x, *evaluate(x)),
-                                           jax.random.split(k_moves, self.steps))
+        moves = jnp.asarray(self.steps if moves is None else moves, jnp.int32)
+        unset = jnp.zeros((m,), x.dtype), jnp.zeros_like(x)  # replaced at j = 0
+        x, logp, _, accepted = jax.lax.fori_loop(0, moves + 1, partial(move, eps=eps),
+                                                 (x, *unset, jnp.zeros((), x.dtype)))
         if self.independence and m >= 2:
             if kernel is None:
                 raise ValueError("independence sweeps draw from a KDE: pass kernel=, (key, θ, log α) -> Kernel")
             x, logp, _ = independence_sweeps(jax.random.fold_in(key, 2), x, logp, target, count, order, kernel,
                                              self.independence)
-        return x, logp, jnp.mean(rates)
+        return x, logp, accepted / moves
 
 
 def independence_sweeps(key: Array, x: Array, logp: Array, target: "LogTarget", count: Array,

@@ -286,6 +286,8 @@ def test_moves_are_not_batched():
     ({"rejuvenate": {"kind": "mala", "precondition": "fisher"}, "data": np.zeros((20, 2))}, "precondition must be"),
     ({"rejuvenate": {"kind": "mala", "first_pass": 1}, "data": np.zeros((20, 2))}, "first_pass must be true or false"),
     ({"rejuvenate": {"kind": "mala", "independence": -1}, "data": np.zeros((20, 2))}, "independence must be"),
+    ({"rejuvenate": {"kind": "mala", "steps": 3, "first_pass_steps": 4}, "data": np.zeros((20, 2))},
+     "first_pass_steps must be an integer from 1 to steps \\(3\\)"),
 ])
 def test_rejuvenate_errors_name_the_field(kwargs, message):
     with pytest.raises(ConfigError, match=message):

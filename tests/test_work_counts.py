@@ -29,6 +29,7 @@ from lda_helpers import small_corpus
 from pmd.models import lda
 from pmd.models.logistic import BayesianLogisticRegression, labelled
 from pmd.models.mixture import WellingTehMixture
+from pmd.rejuvenation import DEFAULT_MOVES
 from pmd.structured import StructuredPMDLDA
 from pmd.structured.sparse_gp import StructuredPMDGP
 from sparse_gp_helpers import problem
@@ -256,23 +257,30 @@ def test_laplace_starts_are_counted_once(name):
     assert start_evals > start_grads
 
 
-def test_pmd_counts_its_batches_redraws_and_moves():
+@pytest.mark.parametrize("rejuvenate", ["auto", {**DEFAULT_MOVES, "first_pass_steps": 2}])
+def test_pmd_counts_its_batches_redraws_and_moves(rejuvenate):
     """The paper variant: the batch at its ``m`` particles every step, no gradients. The default:
-    the batch at ``m`` particles once per segment plus once per redraw, and each round of moves
-    ``rows · m · (steps + 1)`` values and gradients and ``rows · m · independence`` values
+    the batch at ``m`` particles once per segment plus once per redraw, and each round of ``k``
+    moves (``info["mala_moves"]``: ``first_pass_steps`` in a first-pass round, ``steps`` at a pass
+    end) ``rows · m · (k + 1)`` values and gradients and ``rows · m · independence`` values
     (:meth:`pmd.rejuvenation.MALAMoves.work`), so its gradients are exactly the moves' and come only
     in steps that moved."""
     m = 8
     evals, grads = per_step(run(pmd.PMD(CONJ.model, N, m, variant="paper"), CONJ.data), 1.0)
     np.testing.assert_array_equal(evals, B * m)
     np.testing.assert_array_equal(grads, 0)
-    default = pmd.PMD(CONJ.model, N, m, data=CONJ.data)
+    default = pmd.PMD(CONJ.model, N, m, data=CONJ.data, rejuvenate=rejuvenate)
     result = run(default, CONJ.data, 2.0)
     evals, grads = per_step(result, 2.0)
     moved = np.asarray(result.info["moved"], bool)
     redraws = np.asarray(result.info["redraws"])
-    move_rows = (np.asarray(result.info["visited"]) - B) / default.moves.reads_per_round
-    per_round = move_rows * m * (default.moves.steps + 1) + (default.moves.precondition == "hessian") * move_rows
+    moves = np.asarray(result.info["mala_moves"])
+    np.testing.assert_array_equal(moves[~moved], 0)
+    first_pass = B * np.arange(1, len(moves) + 1) < N  # a first-pass round, else a pass end
+    np.testing.assert_array_equal(moves[moved], np.where(first_pass, int(default.moves.moves_in(True)),
+                                                         default.moves.steps)[moved])
+    move_rows = (np.asarray(result.info["visited"]) - B) / default.moves.reads_per_round(moves)
+    per_round = move_rows * m * (moves + 1) + (default.moves.precondition == "hessian") * move_rows
     np.testing.assert_allclose(grads, np.where(moved, per_round + (default.moves.precondition == "hessian")
                                                * move_rows * (CONJ.model.dim - 1), 0.0))
     independence = move_rows * m * default.moves.independence  # values at the sweeps' proposals, no gradients

@@ -1,0 +1,176 @@
+"""PMD against NUTS and the streaming and full-data baselines as the data grow (issue 35): the wall
+time to bring the posterior mean within 0.5 reference sd, and how each method's cost scales in N.
+
+Problem: synthetic well-specified logistic regression (``bench_batched_logistic.synthetic``:
+``x ~ N(0, I)``, ``w* ~ N(0, I/d)``, a bias column appended, so ``d = --features + 1``, default 21),
+``N`` in ``--ns`` (default 10⁴, 10⁵, 10⁶; pass the ones that fit). Reference posterior at each ``N``:
+the Laplace approximation of the full-data posterior (:func:`baselines._common.laplace_approximation`,
+20,000 draws). At ``N ≥ 10⁴`` and ``d = 21`` the posterior's skewness is ``O(N^{-1/2})``, so the
+Laplace mean is within ``O(1/N)`` posterior sd of the exact one: far below the 0.5 sd threshold.
+
+Methods, all in this one process, on the same data and reference:
+
+* the config's posteriordb entries ``--methods`` (default ``pmd``, ``blackjax_tempered_smc``, ``sgld``,
+  ``svi``: the library's default PMD, BlackJAX's adaptive tempered SMC, SGLD and full-rank SVI), each
+  under the posteriordb budget rule (:func:`workflow.experiments.posteriordb.budget`: 100 steps a
+  pass, 5 passes) and scored ``--evals-per-pass`` times a pass, the clock the method's building and
+  initialisation (SVI's and SGLD's Laplace start) plus the runner's stepping time (compilation
+  included, scoring excluded): :func:`bench_time_to_accuracy.time_method`;
+* BlackJAX NUTS with window adaptation (:func:`bench_time_to_accuracy.time_nuts`: ``--nuts-warmup``
+  + ``--nuts-draws`` iterations, warm-up and compilation on the clock) at every ``N`` up to
+  ``--nuts-max-n``; above it **extrapolated**: the full-data gradients NUTS needed to reach the
+  threshold at the largest timed ``N`` (its leapfrog steps, counted) times the gradient's measured
+  time at the larger ``N`` (``nuts_grad_ms``, timed at every ``N``; no compilation in it), marked
+  ``extrapolated`` in the table.
+
+The slope of each method's log time to accuracy against log N (least squares over the ``N`` where it
+reached the threshold) is its cost's growth: 1 for a method whose cost is proportional to the data.
+Every method first runs once at ``--warmup-n`` (unscored): measured without it (docs/findings.md,
+2026-11-26), the first N paid the process's first compilations and every method was faster at
+N = 3·10⁴ than at 10⁴.
+
+Run: ``python benchmarks/bench_growing_n.py [--ns 10000 100000 1000000] [--nuts-max-n 100000]
+[--out results/benchmarks/growing_n]``; writes ``growing_n.json`` (every curve and time) and
+``growing_n.md`` (the table), and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import yaml
+
+from bench_batched_logistic import synthetic
+from bench_time_to_accuracy import (Unconstrained, add_timing_arguments, nuts_logdensity, summarise, time_method,
+                                    time_nuts)
+from pmd.models.logistic import BayesianLogisticRegression
+from pmd.sample_metrics import SampleReference
+from pmd_bench.baselines._common import laplace_approximation
+from pmd_bench.datasets.atomic import atomic_path
+from pmd_bench.workflow.results import save_json
+
+
+def gradient_ms(model, data, repeats: int = 5) -> float:
+    """Median time of one full-data gradient of NUTS's target (compiled first), in ms."""
+    grad = jax.jit(lambda theta, data: jax.grad(nuts_logdensity(model, data))(theta))
+    theta = jnp.zeros(model.dim)
+    jax.block_until_ready(grad(theta, data))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(grad(theta, data))
+        times.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(times))
+
+
+def nuts_gradients_to(curve: dict, num_data: int, threshold: float) -> float | None:
+    """Full-data gradients a timed NUTS curve took to reach ``threshold`` (None: never)."""
+    err = np.asarray(curve["mean_error"], float)
+    reached = np.flatnonzero(err <= threshold)
+    return float(curve["visited"][reached[0]]) / num_data if reached.size else None
+
+
+def slope(ns: list[int], times: list[float | None]) -> float | None:
+    """Least-squares slope of log time against log N over the ``N`` with a time (None: under two)."""
+    pairs = [(math.log(n), math.log(t)) for n, t in zip(ns, times) if t is not None and t > 0]
+    if len(pairs) < 2:
+        return None
+    x, y = np.asarray(pairs).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def table(report: dict) -> str:
+    ns, threshold = report["ns"], report["threshold"]
+    rows = report["times"]
+    lines = [f"Wall time (s) to bring the posterior mean within {threshold} reference sd (coordinates' mean), "
+             f"synthetic logistic regression, d = {report['dim']}, one run of benchmarks/bench_growing_n.py; "
+             "[best error] where not reached; NUTS marked * is extrapolated (gradients to reach the threshold "
+             "at the largest timed N × the measured gradient time at this N; no compilation in it).", "",
+             "| method | " + " | ".join(f"N = {n:,}" for n in ns) + " | slope in log N |",
+             "|---|" + "---|" * (len(ns) + 1)]
+    for name, cells in rows.items():
+        text = []
+        for cell in cells:
+            if cell["seconds"] is not None:
+                text.append(f"{cell['seconds']:.1f}{'*' if cell.get('extrapolated') else ''}")
+            else:
+                text.append("failed" if cell["best"] is None or math.isnan(cell["best"]) else f"[{cell['best']:.3g}]")
+        fit = report["slopes"][name]
+        lines.append(f"| {name} | " + " | ".join(text) + f" | {'-' if fit is None else f'{fit:.2f}'} |")
+    lines += ["", "NUTS full-data gradient (ms): " + ", ".join(
+        f"N = {n:,}: {ms:.2f}" for n, ms in zip(ns, report["nuts_grad_ms"]))]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ns", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--features", type=int, default=20)
+    parser.add_argument("--config", default="workflow/config/standard.yaml", help="its posteriordb section's methods and budget")
+    parser.add_argument("--methods", nargs="*", default=["pmd", "blackjax_tempered_smc", "sgld", "svi"])
+    parser.add_argument("--warmup-n", type=int, default=2_000,
+                        help="first run everything once at this N, unscored (0: not): the first compilation of the "
+                             "programs whose shapes do not depend on N (PMD's init) then falls on no measured N")
+    parser.add_argument("--reference-draws", type=int, default=20_000)
+    parser.add_argument("--nuts-max-n", type=int, default=100_000, help="time NUTS up to this N, extrapolate above")
+    add_timing_arguments(parser)
+    parser.add_argument("--out", default="results/benchmarks/growing_n")
+    args = parser.parse_args(argv)
+    with open(args.config) as f:
+        section = yaml.safe_load(f)["posteriordb"]
+    model = BayesianLogisticRegression(dim=args.features + 1).model()
+
+    def measure(n: int) -> tuple[dict, float]:
+        data = synthetic(n, args.features, seed=args.seed)
+        laplace = laplace_approximation(model, data)
+        reference = SampleReference(laplace.sample(jax.random.key(args.seed + 1), args.reference_draws))
+        problem = Unconstrained(model, data)
+        out = {label: time_method(label, section["methods"][label], section, problem, reference, args)
+               for label in args.methods}
+        ms = gradient_ms(model, jax.tree_util.tree_map(jnp.asarray, data))
+        if n <= args.nuts_max_n:
+            out["nuts"] = time_nuts(problem, reference, args, section["eval_samples"])
+        print(n, {label: summarise(c, args.threshold)[:2] for label, c in out.items()}, flush=True)
+        return out, ms
+
+    if args.warmup_n:
+        measure(args.warmup_n)  # discarded: see --warmup-n
+    curves, grad_ms = {}, []
+    for n in args.ns:
+        curves[n], ms = measure(n)
+        grad_ms.append(ms)
+    times = {label: [] for label in [*args.methods, "nuts"]}
+    timed = [n for n in args.ns if "nuts" in curves[n]]
+    for n, ms in zip(args.ns, grad_ms):
+        for label in args.methods:
+            reached, best, _ = summarise(curves[n][label], args.threshold)
+            times[label].append({"seconds": reached, "best": best})
+        if "nuts" in curves[n]:
+            reached, best, _ = summarise(curves[n]["nuts"], args.threshold)
+            times["nuts"].append({"seconds": reached, "best": best, "extrapolated": False})
+        else:
+            source = max((m for m in timed if m < n), default=None)
+            grads = None if source is None else nuts_gradients_to(curves[source]["nuts"], source, args.threshold)
+            times["nuts"].append({"seconds": None if grads is None else grads * ms / 1e3, "best": math.nan,
+                                  "extrapolated": True, "gradients": grads, "from_n": source})
+    report = {"ns": args.ns, "dim": args.features + 1, "threshold": args.threshold, "config": args.config,
+              "reference": "Laplace approximation (baselines._common.laplace_approximation)",
+              "nuts_grad_ms": grad_ms, "times": times,
+              "slopes": {label: slope(args.ns, [c["seconds"] for c in cells]) for label, cells in times.items()},
+              "curves": {str(n): c for n, c in curves.items()}}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_json(out.with_suffix(".json"), report)
+    with atomic_path(out.with_suffix(".md")) as tmp:
+        tmp.write_text(table(report))
+    print(out.with_suffix(".md").read_text())
+
+
+if __name__ == "__main__":
+    main()
