@@ -86,7 +86,7 @@ def test_a_diverging_run_is_an_error_naming_the_step_and_step_size(name):
 # of them (the largest errors of the three over seeds 0-4: 0.08 sd and 0.10).
 @pytest.mark.parametrize("name", ["npl", "svgd", "npv"])
 def test_npl_svgd_and_npv_defaults_recover_the_exact_posterior(name):
-    from workflow.methods import build
+    from pmd_bench.workflow.methods import build
 
     algo = build(name, {"num_particles": 400}, REG.model, REG.data, num_steps=2000 // BATCH)
     mean, sd = _moments(pmd.run(algo, REG.data, jax.random.key(0), batch_size=BATCH).posterior)

@@ -80,3 +80,18 @@ print(json.dumps({"found": found, "version": pmd_bench.__version__, "sgld": pmd_
     ours = {name: origin for name, origin in result["found"].items() if origin and str(ROOT) in origin}
     assert ours == {}, f"installed top-level names shadow other packages: {ours}"
     assert result["sgld"].startswith("pmd_bench.baselines.") and result["version"]
+
+
+def test_no_code_imports_the_folders_by_their_bare_names():
+    """``baselines``, ``datasets``, ``reports`` and ``workflow`` are installed only as ``pmd_bench.*``
+    (their bare names are other projects' on the package index): an import by the bare name works
+    only where the repository root happens to be on ``sys.path`` (``python -m pytest`` from it) and
+    fails under CI's ``.venv/bin/pytest``."""
+    import re
+
+    bare = re.compile(r"^\s*(?:from|import)\s+(?:baselines|datasets|reports|workflow)\b", re.MULTILINE)
+    found = [f"{path.relative_to(ROOT)}:{text[: m.start()].count(chr(10)) + 1}"
+             for folder in ("tests", "benchmarks", "examples", "pmd", "baselines", "datasets", "reports", "workflow")
+             for path in sorted((ROOT / folder).rglob("*.py")) for text in [path.read_text()]
+             for m in bare.finditer(text)]
+    assert not found, f"bare imports of the harness's folders (import them as pmd_bench.<folder>): {found}"
