@@ -49,7 +49,7 @@ from pmd.runner import WORK  # noqa: E402
 
 from .posteriordb import GOAL  # noqa: E402
 from .resultfiles import atomic_path, load_npz, runs_by_group, runs_by_method  # noqa: E402
-from .styles import TUNED, legend_outside, panel_styles, plot_line  # noqa: E402
+from .styles import TUNED, legend_outside, panel_styles, plot_line, split_tuned  # noqa: E402
 
 PMD_LABEL = "pmd"
 COSTS = {
@@ -201,7 +201,7 @@ def _fmt(value: float, cost: str) -> str:
 def after_tuning(keys: dict[str, tuple[int, int, float]]) -> dict[str, tuple[int, int, float]]:
     """Each method once, at its tuned row (``<label>_tuned``) where it has one, else at its default
     row (a method without a grid runs only at its defaults), keyed by the default label."""
-    bases = dict.fromkeys(m[: -len(TUNED)] if m.endswith(TUNED) else m for m in keys)
+    bases = dict.fromkeys(split_tuned(m)[0] for m in keys)
     return {base: keys.get(base + TUNED, keys.get(base)) for base in bases}
 
 

@@ -102,7 +102,7 @@ def plot_line(ax, x, y, style: Style, every: float | None = 0.1, **kw) -> None:
         ax.plot(x[keep], y[keep], **style.line(every), **kw)
 
 
-def _base(label: str) -> tuple[str, bool]:
+def split_tuned(label: str) -> tuple[str, bool]:
     """``(label without its "_tuned", whether it had one)``."""
     tuned = label.endswith(TUNED) and len(label) > len(TUNED)
     return (label[: -len(TUNED)] if tuned else label), tuned
@@ -110,7 +110,7 @@ def _base(label: str) -> tuple[str, bool]:
 
 def _place(label: str) -> tuple[str, int, bool]:
     """``(hue, k, tuned)`` of a label (module docstring), before any move by :func:`panel_styles`."""
-    base, tuned = _base(label)
+    base, tuned = split_tuned(label)
     if base in PLACE:
         return (*PLACE[base], tuned)
     h = zlib.crc32(base.encode())
@@ -130,7 +130,7 @@ def style(label: str) -> Style:
 def panel_styles(labels: Iterable[str]) -> dict[str, Style]:
     """The looks of one figure's labels, pairwise distinct (module docstring), in the given order."""
     labels = list(dict.fromkeys(labels))
-    out = {label: style(label) for label in labels if _base(label)[0] in PLACE}
+    out = {label: style(label) for label in labels if split_tuned(label)[0] in PLACE}
     used = set(out.values())
     for label in sorted(set(labels) - set(out)):
         hue, k, tuned = _place(label)

@@ -65,7 +65,7 @@ def test_the_configs_name_labels_and_tuned_variants():
 @pytest.mark.parametrize("experiment", sorted(experiments()))
 def test_every_config_label_has_its_own_look_in_its_experiment(experiment):
     labels = sorted(experiments()[experiment])
-    unknown = [label for label in labels if styles._base(label)[0] not in styles.PLACE]
+    unknown = [label for label in labels if styles.split_tuned(label)[0] not in styles.PLACE]
     assert not unknown, f"labels of {experiment} missing from styles.FAMILIES: {unknown}"
     looks = {label: triple(styles.style(label)) for label in labels}
     assert len(set(looks.values())) == len(looks), looks
