@@ -49,6 +49,25 @@ def test_batched_logistic_benchmark_writes_its_table(tmp_path):
     assert f"**{row['speedup']:.2f}×**" in table and "synthetic logistic data, 400 rows" in table
 
 
+
+def test_batched_logistic_benchmark_times_a_method_with_a_burn_in(tmp_path):
+    # paper.yaml's SGLD keeps draws after burn_in=1000 steps: the 2-step compile-time run must still
+    # keep one (the runner refuses a run that retains none; this failed before the benchmark set it to 1)
+    report, _ = run_script("bench_batched_logistic.py", tmp_path / "batched_logistic.json",
+                           "--methods", "sgld", "--seeds", "2", "--rows", "400", "--passes", "260")
+    row = report["methods"]["sgld"]
+    assert row["steps"] == 1040 and row["sequential"]["ms_per_step"] > 0
+
+
+def test_sparse_gp_cost_benchmark_writes_its_table(tmp_path):
+    report, table = run_script("bench_sparse_gp_cost.py", tmp_path / "sparse_gp_cost.json",
+                               "--rows", "600", "--dim", "3", "--inducing", "8", "--batch", "16", "--steps", "2",
+                               "--rounds", "1")
+    assert report["methods"]["sod"]["ms_per_step"] > 0 and report["cholesky_ms"]["median"] > 0
+    for label, row in report["methods"].items():
+        assert f"| {label} |" in table and f"{row['x_cholesky']:.2f}" in table
+    assert f"**{report['svi_over_gpjax']:.2f}×**" in table
+
 @pytest.mark.parametrize("render, report, expected", [
     (bench_report.logistic_cost,
      {"backend": "cpu", "cpus": 2, "batch": 100, "dim": 51, "N": 1000, "passes": 5, "steps_timed": 3,
