@@ -182,14 +182,21 @@ def polynomial_decay(names: tuple[str, str, str], a: Any, b: Any, gamma: Any) ->
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
 
 
-def stochastic_optimizer(optimizer: Any, learning_rate: Any, tau: Any, kappa: Any):
-    """An optax optimizer with learning rate ``learning_rate · (τ + t)^(-κ)`` (Hoffman et al. 2013).
+def stochastic_optimizer(optimizer: Any, learning_rate: Any, tau: Any, kappa: Any, warmup: Any = 0):
+    """An optax optimizer with learning rate ``learning_rate · (τ + t)^(-κ)`` (Hoffman et al. 2013),
+    or, when ``warmup`` = ``w`` > 0, ``learning_rate · min(t / w, ((τ + t) / (τ + w))^(-κ))``: a
+    linear warm-up to ``learning_rate`` at step ``w``, then the same decay (with ``κ = 0.5`` the
+    schedule of Vaswani et al., NeurIPS 2017, eq. 3).
 
     Returns ``(optax transformation, schedule)``; optax counts updates from 0, the schedule from 1.
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError(f"unknown optimizer {optimizer!r}; expected one of {', '.join(OPTIMIZERS)}")
-    schedule = polynomial_decay(("learning_rate", "tau", "kappa"), learning_rate, tau, kappa)
+    decay = polynomial_decay(("learning_rate", "tau", "kappa"), learning_rate, tau, kappa)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ConfigError(f"warmup must be a whole number of steps ≥ 0, got {warmup!r}")
+    schedule = decay if warmup == 0 else (lambda t: learning_rate * jnp.minimum(
+        jnp.asarray(t, jnp.float32) / warmup, decay(t) / decay(warmup)))
     return OPTIMIZERS[optimizer](lambda count: schedule(count + 1)), schedule
 
 

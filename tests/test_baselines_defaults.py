@@ -7,8 +7,10 @@ At its old defaults (the prior start, a constant Adam rate of 0.05 in the units 
 ``init="prior"``) full-rank SVI ends 71-80 times too wide after one pass of batches of 100 and
 18-21 times after 20 passes (mean-field: 100-114 and 16-22 times its optimum's sds). The tolerances
 below are the issue's, 0.1 posterior sd in the mean and 0.1 in log sd: over 8 seeds and both run
-lengths the defaults' largest errors are 0.026 sd and 0.049 (full-rank), 0.024 sd and 0.051
-(mean-field), the mini-batch noise that the Robbins-Monro decay leaves.
+lengths the defaults' largest errors are 0.087 sd and 0.050 (full-rank), 0.068 sd and 0.050
+(mean-field), the mini-batch noise that the location's steps and the scale's decay leave (the
+location's steps are large enough to travel an O(1) sd from the Laplace mode: see the posteriordb
+test below and ``baselines/vi/svi.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,32 @@ def test_meanfield_svi_defaults_reach_the_meanfield_optimum(passes):
     assert np.all(np.log(exact_sd / optimum_sd) > 0.3)
     np.testing.assert_array_less(np.abs(mean - REG.mean) / exact_sd, 0.1)
     np.testing.assert_array_less(np.abs(np.log(sd / optimum_sd)), 0.1)
+
+
+@pytest.mark.needs_data
+def test_fullrank_svi_defaults_leave_the_laplace_mode_for_the_gaussian_optimum_on_mesquite(posteriordb_settings):
+    """posteriordb's mesquite (46 rows, d = 8): the Laplace mode's log noise scale lies 0.85
+    reference sd below the reference mean (the joint mode against the marginal's; the full-batch
+    optimum of the Gaussian family is 0.02 sd off). Issue 31 asks full-rank SVI's defaults for 0.5
+    reference sd and 0.3 in log sd at the equal-cost cap, 50 passes of the posteriordb rule's
+    batches of one row (5,000 steps). Measured over 3 seeds: 0.11-0.13 / 0.10-0.11; the old steps
+    (0.01 · t^-0.55, no average) 0.75-0.80 / 0.12-0.13, which this test rejects."""
+    from pmd.models.posteriordb import load_problem, reference_draws
+
+    problem = load_problem("mesquite-logmesquite", posteriordb_settings)
+    draws = np.asarray(problem.unconstrain(reference_draws(problem, posteriordb_settings).reshape(-1, 8)), np.float64)
+    algo = SVI(problem.model, data_size=46, num_particles=10, data=problem.data)
+    mean, sd = _moments(pmd.run(algo, problem.data, jax.random.key(0), batch_size=1, num_passes=5000 / 46).posterior)
+    assert np.max(np.abs(mean - draws.mean(axis=0)) / draws.std(axis=0)) < 0.5
+    assert np.max(np.abs(np.log(sd / draws.std(axis=0)))) < 0.3
+
+
+@pytest.mark.parametrize("setting, value", [("average", -1.0), ("average", "3"), ("warmup", 1.5), ("warmup", -1)])
+def test_svi_refuses_a_bad_average_or_warmup_by_name(setting, value):
+    from pmd.interface import ConfigError
+
+    with pytest.raises(ConfigError, match=setting):
+        SVI(REG.model, data_size=2000, data=REG.data, **{setting: value})
 
 
 def test_svi_prior_start_is_kept_as_an_option():
