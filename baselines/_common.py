@@ -329,12 +329,12 @@ def _laplace(model: Model, log_joint, data: Any, max_steps: int, draws: int) -> 
 INITS = ("laplace", "prior")
 
 
-def resolve_init(init: Any, setting: str, value: Any) -> str:
-    """The start of a method whose step-size-like ``setting`` has the value ``value``: ``init`` when
-    given, else ``"laplace"`` when ``value`` is None (the default, set from the model) and
+def resolve_init(init: Any, step: Any) -> str:
+    """The start of a method whose step-size-like setting has the value ``step``: ``init`` when
+    given, else ``"laplace"`` when ``step`` is None (the default, set from the model) and
     ``"prior"`` when the user set it (the method as it was before its default came from the model)."""
     if init is None:
-        return "laplace" if value is None else "prior"
+        return "laplace" if step is None else "prior"
     return require_choice("init", init, INITS)
 
 

@@ -158,7 +158,7 @@ class PosteriorBootstrap:
                  learning_rate: float | None = None, tau: float | None = None, kappa: float | None = None,
                  parallel: bool = True, init: str | None = None, data: Any = None):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)
-        self.init_from = resolve_init(init, "learning_rate", learning_rate)
+        self.init_from = resolve_init(init, learning_rate)
         given = (optimizer, learning_rate, tau, kappa)
         settings = [d if v is None else v for v, d in zip(given, _DEFAULTS[self.init_from])]
         self.optimizer, self.learning_rate = stochastic_optimizer(*settings)

@@ -258,7 +258,7 @@ class StochasticNPV(_MixtureVI):
                  learning_rate: float | None = None, tau: float = 1.0, kappa: float | None = None,
                  init: str | None = None, data: Any = None):
         self.model, self.data_size, self.num_particles = require_common(model, data_size, num_particles)
-        self.init_from = resolve_init(init, "learning_rate", learning_rate)
+        self.init_from = resolve_init(init, learning_rate)
         default_rate, default_kappa = _DEFAULTS[self.init_from]
         learning_rate = default_rate if learning_rate is None else learning_rate
         kappa = default_kappa if kappa is None else kappa

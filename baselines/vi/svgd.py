@@ -153,7 +153,7 @@ class SVGD:
             raise ConfigError(f"repulsion must be a positive number, got {repulsion!r}")
         if isinstance(batch_growth, bool) or not isinstance(batch_growth, (int, float)) or not 0 <= batch_growth < 1:
             raise ConfigError(f"batch_growth must be a number in [0, 1) (a sublinear batch), got {batch_growth!r}")
-        self.init_from = resolve_init(init, "step_size", step_size)
+        self.init_from = resolve_init(init, step_size)
         given = (step_size, tau, kappa)
         settings = [d if v is None else v for v, d in zip(given, _DEFAULTS[self.init_from])]
         self.step_size = polynomial_decay(("step_size", "tau", "kappa"), *settings)
