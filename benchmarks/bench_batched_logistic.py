@@ -78,8 +78,9 @@ def measure(label: str, spec: dict, section: dict, train: dict, seeds: int, pass
     short_spec = dict(spec)
     if isinstance(short_spec.get("burn_in"), int) and short_spec["burn_in"] >= 2:
         short_spec["burn_in"] = 1
-    built = {"full": methods.build(label, dict(spec), model, train, full_steps),
-             "short": methods.build(label, short_spec, model, train, full_steps)}
+    full_method = methods.build(label, dict(spec), model, train, full_steps)
+    built = {"full": full_method,
+             "short": full_method if short_spec == spec else methods.build(label, short_spec, model, train, full_steps)}
     for name, steps in (("full", full_steps), ("short", 2)):
         method = built[name]
         run_settings = {"batch_size": batch, "num_passes": (steps - 0.5) * batch / rows}  # ceil(): exactly steps
