@@ -22,6 +22,7 @@ those. A mis-scaled likelihood factor (``Σ_b`` without ``N/B``) would be off by
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -134,3 +135,86 @@ def test_bad_hyperparameters_fail_at_construction(cls, kwargs, name):
     args = {"data_size": N, "num_particles": 5, **kwargs}
     with pytest.raises(pmd.ConfigError, match=rf"\b{name}\b"):
         cls(CONJ.model, **args)
+
+
+def _half_line(num_data: int = 50, seed: int = 0):
+    """``θ ~ N(0, 1)``, ``x_n ~ N(θ, 1)`` observed only where ``θ > 0`` is possible: the likelihood is
+    ``-∞`` for ``θ ≤ 0``, so half the prior's draws lie outside its support. The posterior is
+    ``N(μ_N, v)`` truncated to ``θ > 0`` (``v = 1/(N+1)``, ``μ_N = Σx/(N+1)``), whose mean is
+    ``μ_N + sqrt(v) φ(a)/(1 - Φ(a))`` with ``a = -μ_N/sqrt(v)``. The data are drawn at ``θ = 0.05``,
+    so the truncation moves the mean by most of a posterior sd."""
+    from scipy.stats import norm
+    x = (0.05 + np.random.default_rng(seed).standard_normal(num_data)).astype(np.float32)[:, None]
+
+    def loglik(theta, xi):
+        return jnp.where(theta[0] > 0, -0.5 * jnp.sum((xi - theta) ** 2), -jnp.inf)
+
+    model = pmd.Model(dim=1, log_prior=lambda t: -0.5 * jnp.sum(t ** 2), log_likelihood=loglik,
+                      sample_prior=lambda k, n: jax.random.normal(k, (n, 1)), name="half-line")
+    v = 1.0 / (num_data + 1)
+    mu = float(x.sum()) * v
+    a = -mu / np.sqrt(v)
+    mean = mu + np.sqrt(v) * norm.pdf(a) / norm.sf(a)
+    var = v * (1 + a * norm.pdf(a) / norm.sf(a) - (norm.pdf(a) / norm.sf(a)) ** 2)
+    return model, jnp.asarray(x), mean, var
+
+
+def test_tempered_smc_starts_inside_the_likelihoods_support():
+    """Half the prior's draws have log-likelihood -∞: BlackJAX started at the prior weights them
+    by ``0 · ∞`` (NaN) at its first stage. Started at the prior restricted to the support (the path's
+    ``λ → 0⁺`` limit) it reaches the truncated posterior: mean within 4 ESS-based standard errors,
+    the start's redraws counted in the first stage's work."""
+    model, x, mean, var = _half_line()
+    n = x.shape[0]
+    algo = TemperedSMC(model, data_size=n, num_particles=M, data=x)
+    state = algo.init(jax.random.key(1))
+    assert np.all(np.asarray(state.sampler.particles) > 0)
+    rounds = float(state.start_evals) / (M * n)
+    assert rounds >= 2 and rounds == int(rounds)  # about half of each round's draws are outside
+    res = pmd.run(algo, x, jax.random.key(2), batch_size=n, num_passes=30)
+    post = res.posterior
+    ess = float(post.effective_sample_size())
+    assert abs(float(post.mean()[0]) - mean) < 4 * np.sqrt(var / ess)
+    assert float(res.info["evals"][0]) >= float(state.start_evals)
+
+
+def test_tempered_smc_with_no_start_inside_the_support_is_an_error_naming_the_stage():
+    """Where no prior draw has a finite likelihood in ``MAX_START_ROUNDS`` rounds, the weights go
+    non-finite and ``posterior`` says so instead of returning NaN weights."""
+    model, x, _, _ = _half_line()
+    shifted = pmd.Model(dim=1, log_prior=model.log_prior,
+                        log_likelihood=lambda t, xi: model.log_likelihood(t - 8.0, xi),
+                        sample_prior=model.sample_prior, name="far")
+    algo = TemperedSMC(shifted, data_size=x.shape[0], num_particles=50, data=x)
+    state = algo.init(jax.random.key(0))
+    state, _ = algo.step(jax.random.key(1), state, x)
+    with pytest.raises(FloatingPointError, match=r"tempered SMC diverged: its weights went non-finite at stage 1"):
+        algo.posterior(state)
+
+
+def test_numpyro_svi_starts_as_numpyro_does_inside_the_support():
+    """NumPyro's ``svi.init`` on the data redraws its ``init_to_uniform`` start until the log joint is
+    finite there: every one of 16 seeds starts inside ``θ > 0`` (one prior draw, the old start, lands
+    outside half the time: all 16 inside by chance has probability 2^-16)."""
+    model, x, _, _ = _half_line()
+    algo = NumPyroSVI(model, data_size=x.shape[0], data=x)
+    assert algo.start_work == (x.shape[0], x.shape[0])
+    for seed in range(16):
+        assert float(algo.posterior(algo.init(jax.random.key(seed))).mean()[0]) > 0
+
+
+def test_numpyro_svi_divergence_is_an_error_naming_step_and_learning_rate():
+    """A learning rate of 3 throws the guide's draws outside the support: the ELBO's gradient is
+    NaN and so are the parameters from then on; ``posterior`` names the step and the rate."""
+    model, x, _, _ = _half_line()
+    algo = NumPyroSVI(model, data_size=x.shape[0], data=x, learning_rate=3.0)
+    state = algo.init(jax.random.key(0))
+    first = None
+    for t in range(1, 60):
+        state, info = algo.step(jax.random.key(t), state, x[:10])
+        if first is None and not np.isfinite(float(info["elbo"])):
+            first = t
+    assert first is not None
+    with pytest.raises(FloatingPointError, match=r"NumPyro SVI diverged: its state went non-finite at step \d+, "
+                                                 r"with step size 3;"):
+        algo.posterior(state)

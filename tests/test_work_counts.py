@@ -119,7 +119,8 @@ def hmc_bounds(moves: np.ndarray, m: int, num_mcmc_steps: int) -> tuple[np.ndarr
 
 def test_tempered_smc_counts_its_weights_and_moves_on_all_rows():
     """A stage: ``2·N·m`` evaluations of the weights plus the move's ``N·(m + Σ L)`` gradients,
-    ``Σ L`` adapted (bounded); nothing once ``λ = 1``."""
+    ``Σ L`` adapted (bounded), the first stage also the start's ``N·m`` (one round of prior draws:
+    the conjugate likelihood is finite everywhere); nothing once ``λ = 1``."""
     m, mcmc = 16, 2
     method = TemperedSMC(CONJ.model, N, m, data=CONJ.data, num_mcmc_steps=mcmc)
     result = run(method, CONJ.data, passes=6)
@@ -128,7 +129,9 @@ def test_tempered_smc_counts_its_weights_and_moves_on_all_rows():
     assert 0 < stages.sum() < len(stages)  # the test sees both kinds of step
     low, high = hmc_bounds(stages, m, mcmc)
     assert np.all((low <= grads) & (grads <= high))
-    np.testing.assert_allclose(evals - grads, 2 * N * m * stages, rtol=1e-6)
+    start = np.zeros(len(stages))
+    start[0] = N * m
+    np.testing.assert_allclose(evals - grads, 2 * N * m * stages + start, rtol=1e-6)
 
 
 def test_data_tempered_smc_counts_new_rows_and_full_data_moves():

@@ -54,6 +54,7 @@ from typing import Any
 import blackjax
 import jax
 import jax.numpy as jnp
+import numpy as np
 from blackjax.smc import adaptive_tempered, partial_posteriors_path, resampling
 from blackjax.smc.tempered import TemperedSMCState
 
@@ -62,7 +63,7 @@ from pmd.interface import ConfigError, FullDataStep, require_fraction, require_p
 from pmd.posterior import ParticlePosterior
 from pmd.weights import effective_sample_size, normalize
 
-from .._common import require_common, require_full_data
+from .._common import first_nonfinite, require_common, require_full_data
 
 Array = jax.Array
 
@@ -70,6 +71,7 @@ TARGET_ACCEPTANCE = 0.65  # Beskos, Pillai, Roberts, Sanz-Serna & Stuart (2013)
 STEP_JITTER = 0.2  # per-particle step sizes uniform in [1 - 0.2, 1 + 0.2] times the adapted one
 MAX_INTEGRATION_STEPS = 100  # caps the cost of a move if the step size collapses
 MASS_JITTER = 1e-6  # added to the cloud covariance's diagonal, relative to its mean variance
+MAX_START_ROUNDS = 100  # rounds of m prior draws that may fill the tempered start (TemperedSMC.init)
 
 
 class _HMCMoves(FullDataStep):
@@ -121,11 +123,15 @@ class _HMCMoves(FullDataStep):
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class TemperingState:
-    """BlackJAX's tempered-SMC state (particles, normalised weights, temperature) and the HMC
-    step size in whitened units."""
+    """BlackJAX's tempered-SMC state (particles, normalised weights, temperature), the HMC step
+    size in whitened units, the start's likelihood evaluations not yet reported (the first stage
+    reports them) and the first stage whose weights went non-finite (-1 while none has)."""
 
     sampler: TemperedSMCState
     step_size: Array
+    start_evals: Array
+    stages: Array  # int32, the stages run
+    diverged_at: Array  # int32
 
 
 class TemperedSMC(_HMCMoves):
@@ -140,6 +146,16 @@ class TemperedSMC(_HMCMoves):
     so the ESS reached after the move is above the target (0.82-0.85 m in the tests for a target of
     0.5) and it takes a few more stages than the target suggests; the weights stay exact.
 
+    The start is the prior restricted to the likelihood's support, ``p(θ) 1{p(x|θ) > 0}``: prior
+    draws where ``log p(x_{1:N}|θ)`` is ``-∞`` (an ARMA model's non-invertible coefficients, say)
+    are redrawn, up to ``MAX_START_ROUNDS`` rounds of ``m`` draws. It is the path's limit
+    ``λ → 0⁺``, so every later stage targets the same ``π_λ``; BlackJAX started at the prior itself
+    weights such a draw by ``exp((λ' - λ) · -∞)`` with ``λ' - λ = 0`` while it solves for ``λ'``,
+    ``0 · ∞ = NaN``, and every weight is NaN from the first stage on (posteriordb's arma: 549 of
+    1,000 prior draws). The start's ``m·N`` evaluations per round are reported with the first
+    stage's work. A stage whose weights still go non-finite is recorded (``diverged_at``) and
+    ``posterior`` raises ``FloatingPointError`` naming it: NaN weights are not a posterior.
+
     One ``step`` is one stage; it reads all ``N`` data points, so the data set is passed as
     ``data=``, the runner's mini-batch is only checked, and ``info["visited"] = N``. Once
     ``λ = 1`` further steps change nothing and report ``visited = 0``. The posterior is the
@@ -148,7 +164,8 @@ class TemperedSMC(_HMCMoves):
     Work of a stage (:func:`pmd.interface.work`): the bisection for ``λ'`` evaluates the
     log-likelihood of all ``N`` rows at the ``m`` particles once (``ess_solver``), the new weights
     evaluate it again at the moved particles, and the move takes ``N·(m + Σ L)`` gradients (module
-    docstring): ``grad_evals = N·(m + Σ L)``, ``evals = 2·N·m + grad_evals``; 0 once ``λ = 1``.
+    docstring): ``grad_evals = N·(m + Σ L)``, ``evals = 2·N·m + grad_evals`` (plus the start's on
+    the first stage); 0 once ``λ = 1``.
 
     Args:
         model, data_size, num_particles: as for :class:`pmd.PMD` (``m`` particles).
@@ -184,13 +201,52 @@ class TemperedSMC(_HMCMoves):
         return jnp.sum(jax.vmap(self.model.log_likelihood, in_axes=(None, 0))(theta, data))
 
     def init(self, key: Array) -> TemperingState:
-        """``m`` prior draws with equal weights at ``λ = 0``."""
-        particles = self.model.sample_prior(key, self.num_particles)
+        """``m`` draws of the prior restricted to the likelihood's support, equally weighted, at
+        ``λ = 0`` (class docstring)."""
+        particles, rounds = self._support_draws(key)
         sampler = adaptive_tempered.init(particles)._replace(tempering_param=jnp.zeros((), particles.dtype))
-        return TemperingState(sampler, self._initial_step_size(particles.dtype))
+        evals = rounds.astype(particles.dtype) * self.num_particles * self.data_size
+        return TemperingState(sampler, self._initial_step_size(particles.dtype), evals, jnp.asarray(0, jnp.int32),
+                              jnp.asarray(-1, jnp.int32))
+
+    def _support_draws(self, key: Array) -> tuple[Array, Array]:
+        """Rounds of ``m`` prior draws, each draw with a finite full-data log-likelihood filling the
+        next empty slot, until all ``m`` are filled or ``MAX_START_ROUNDS`` rounds have run (the
+        slots left then keep their last draws); returns the draws and the rounds run."""
+        m = self.num_particles
+
+        def draw(k):
+            theta = self.model.sample_prior(k, m)
+            return theta, jnp.isfinite(jax.vmap(self.log_likelihood)(theta))
+
+        def body(carry):
+            k, particles, filled, rounds = carry
+            k, k_draw = jax.random.split(k)
+            theta, ok = draw(k_draw)
+            # the j-th valid draw of this round goes to the j-th empty slot
+            slot = jnp.cumsum(~filled) - 1  # index among the empty slots
+            rank = jnp.cumsum(ok) - 1  # index among the valid draws
+            source = jnp.searchsorted(rank, slot, side="left")  # first valid draw of that rank
+            take = ~filled & (slot < jnp.sum(ok))
+            chosen = theta[jnp.clip(source, 0, m - 1)]
+            return k, jnp.where(take[:, None], chosen, particles), filled | take, rounds + 1
+
+        k0, k_rest = jax.random.split(key)
+        theta, ok = draw(k0)
+        carry = (k_rest, theta, ok, jnp.asarray(1, jnp.int32))
+        _, particles, _, rounds = jax.lax.while_loop(
+            lambda c: ~jnp.all(c[2]) & (c[3] < MAX_START_ROUNDS), body, carry)
+        return particles, rounds
 
     def posterior(self, state: TemperingState) -> ParticlePosterior:
-        """The weighted particles."""
+        """The weighted particles; ``FloatingPointError`` naming the stage if the weights went
+        non-finite (class docstring)."""
+        if not isinstance(state.diverged_at, jax.core.Tracer) and np.any(np.asarray(state.diverged_at) >= 0):
+            at = np.asarray(state.diverged_at)
+            raise FloatingPointError(
+                f"BlackJAX's adaptive tempered SMC diverged: its weights went non-finite at stage "
+                f"{int(np.min(at[at >= 0]))} (a particle whose log-likelihood is -inf or NaN, or an HMC move "
+                "that left the support)")
         return ParticlePosterior(state.sampler.particles, jnp.log(state.sampler.weights))
 
     def _stage(self, key: Array, state: TemperingState, data: Any) -> tuple[TemperingState, dict]:
@@ -202,12 +258,14 @@ class TemperedSMC(_HMCMoves):
         sampler, info = kernel(k_stage, sampler, self.num_mcmc_steps, params)
         step_size, acceptance = self._adapt(state.step_size, info.update_info)
         grads = self._move_work(info.update_info)
-        return TemperingState(sampler, step_size), {
+        stages = state.stages + 1
+        diverged_at = first_nonfinite(state.diverged_at, stages, sampler.weights)
+        return TemperingState(sampler, step_size, jnp.zeros_like(state.start_evals), stages, diverged_at), {
             "visited": jnp.asarray(self.data_size, jnp.int32),
             "temperature": sampler.tempering_param,
             "acceptance": acceptance,
             "ess": effective_sample_size(jnp.log(sampler.weights)),
-            **work(2.0 * self.data_size * self.num_particles + grads, grads),
+            **work(state.start_evals + 2.0 * self.data_size * self.num_particles + grads, grads),
         }
 
     def _finished(self, key: Array, state: TemperingState) -> tuple[TemperingState, dict]:
