@@ -131,15 +131,21 @@ def first_nonfinite(diverged_at: Array, t: Array, position: Array) -> Array:
     return jnp.where((diverged_at < 0) & ~jnp.all(jnp.isfinite(position)), t, diverged_at)
 
 
+def first_diverged(diverged_at: Array) -> int | None:
+    """The first step recorded by :func:`first_nonfinite` (the earliest over a batch of runs), None
+    while every state has been finite or inside jit (a tracer has no value to report)."""
+    if isinstance(diverged_at, jax.core.Tracer):
+        return None
+    at = np.asarray(diverged_at)
+    return int(np.min(at[at >= 0])) if np.any(at >= 0) else None
+
+
 def refuse_diverged(method: str, diverged_at: Array, step_size) -> None:
     """Raise ``FloatingPointError`` naming the step and its step size ``step_size(t)`` (None: a
     line-searched method, which has none) if the run recorded a non-finite state: a diverged chain
     has no posterior (checked outside jit only)."""
-    if isinstance(diverged_at, jax.core.Tracer):
-        return
-    at = np.asarray(diverged_at)
-    if np.any(at >= 0):
-        t = int(np.min(at[at >= 0]))
+    t = first_diverged(diverged_at)
+    if t is not None:
         if step_size is None:
             raise FloatingPointError(f"{method} diverged: its state went non-finite at step {t} (its line search "
                                      "has no step size to reduce: the objective is non-finite there)")

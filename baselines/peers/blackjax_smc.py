@@ -54,7 +54,6 @@ from typing import Any
 import blackjax
 import jax
 import jax.numpy as jnp
-import numpy as np
 from blackjax.smc import adaptive_tempered, partial_posteriors_path, resampling
 from blackjax.smc.tempered import TemperedSMCState
 
@@ -63,7 +62,7 @@ from pmd.interface import ConfigError, FullDataStep, require_fraction, require_p
 from pmd.posterior import ParticlePosterior
 from pmd.weights import effective_sample_size, normalize
 
-from .._common import first_nonfinite, require_common, require_full_data
+from .._common import first_diverged, first_nonfinite, require_common, require_full_data
 
 Array = jax.Array
 
@@ -241,12 +240,11 @@ class TemperedSMC(_HMCMoves):
     def posterior(self, state: TemperingState) -> ParticlePosterior:
         """The weighted particles; ``FloatingPointError`` naming the stage if the weights went
         non-finite (class docstring)."""
-        if not isinstance(state.diverged_at, jax.core.Tracer) and np.any(np.asarray(state.diverged_at) >= 0):
-            at = np.asarray(state.diverged_at)
+        stage = first_diverged(state.diverged_at)
+        if stage is not None:
             raise FloatingPointError(
-                f"BlackJAX's adaptive tempered SMC diverged: its weights went non-finite at stage "
-                f"{int(np.min(at[at >= 0]))} (a particle whose log-likelihood is -inf or NaN, or an HMC move "
-                "that left the support)")
+                f"BlackJAX's adaptive tempered SMC diverged: its weights went non-finite at stage {stage} (a "
+                "particle whose log-likelihood is -inf or NaN, or an HMC move that left the support)")
         return ParticlePosterior(state.sampler.particles, jnp.log(state.sampler.weights))
 
     def _stage(self, key: Array, state: TemperingState, data: Any) -> tuple[TemperingState, dict]:
