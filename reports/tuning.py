@@ -2,6 +2,10 @@
 experiment of every ``pmd-bench tune`` result, beside the experiment's tables whose ``<label>_tuned``
 rows ran with the choice.
 
+Each result names its criterion (``criterion``): the experiment's held-out one (:data:`CRITERIA`; also
+for results written before 2026-11-26, which do not name it) or, for a method that maximises the ELBO,
+that ELBO on all the training data (:func:`workflow.tuning.elbo_criterion`).
+
 One row per tuned method and target (the posterior, problem or model a result belongs to; ``—`` for an
 experiment with one data set): the grid's points with the mean held-out criterion over the tuning
 seeds (the chosen point in bold; a point whose runs failed shows its error), the chosen settings,
@@ -18,9 +22,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pmd_bench.workflow.tuning import point_score
+
 from .resultfiles import atomic_path
 
-# the criterion each experiment's tuning scores a grid point by (higher is better), as in workflow/tuning.py
+# the held-out criterion each experiment's tuning scores a grid point by (higher is better), as in
+# workflow/tuning.py; a method that maximises the ELBO is scored by it instead (its result says so)
 CRITERIA = {
     "mixture": "held-out log predictive density per validation row",
     "logistic": "held-out log predictive density per validation row",
@@ -61,19 +68,20 @@ def on_edge(result: dict) -> list[str]:
     return edge
 
 
-def row(target: str, method: str, result: dict) -> list[str]:
-    """The table row of one tuning result (module docstring)."""
+def row(target: str, method: str, result: dict, experiment: str) -> list[str]:
+    """The table row of one tuning result of ``experiment`` (module docstring)."""
     cost = f"{result['seconds']:.1f} s; " + (f"{result['evals'] + result['grad_evals']:.3g}"
                                               if math.isfinite(result["evals"] + result["grad_evals"]) else "not counted")
     if result.get("not_tuned"):
-        return [target, method, f"not tuned: {result['not_tuned']}", "the default's settings", "—", cost]
+        return [target, method, "—", f"not tuned: {result['not_tuned']}", "the default's settings", "—", cost]
     points = []
     for p in result["points"]:
-        score = f"{p['mean_lpd']:.6g}" if math.isfinite(p["mean_lpd"]) else f"failed ({p['error']})"
+        mean = point_score(p)
+        score = f"{mean:.6g}" if math.isfinite(mean) else f"failed ({p['error']})"
         text = f"{_point(p['point'])}: {score}"
         points.append(f"**{text}**" if p["point"] == result["chosen"] else text)
     edge = on_edge(result)
-    return [target, method, "; ".join(points), _point(result["chosen"]),
+    return [target, method, result.get("criterion", CRITERIA[experiment]), "; ".join(points), _point(result["chosen"]),
             ("yes: " + ", ".join(edge)) if edge else "no", cost]
 
 
@@ -83,7 +91,7 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
         raise ValueError(f"no tuning criterion for the experiment {experiment!r}: one of {', '.join(CRITERIA)}")
     if not files:
         raise ValueError(f"no tuning results were given for the {experiment} experiment")
-    rows, edges = [], 0
+    rows, edges, fractions, seeds, own = [], 0, set(), set(), False
     for path in map(Path, files):
         try:
             result = json.loads(path.read_text())
@@ -92,17 +100,25 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
         missing = {"grid", "points", "chosen", "seconds", "evals", "grad_evals", "fraction", "seeds"} - set(result)
         if missing:
             raise ValueError(f"{path}: not a tuning result (no {', '.join(sorted(missing))})")
-        rows.append(row(target_of(path), path.stem, result))
+        rows.append(row(target_of(path), path.stem, result, experiment))
         edges += bool(not result.get("not_tuned") and on_edge(result))
-        fraction, seeds = result["fraction"], result["seeds"]
-    header = ["target", "method", f"grid: mean {CRITERIA[experiment]} (chosen in bold)", "chosen",
+        seeds.add(result["seeds"])
+        if result["fraction"] is None:
+            own = True
+        else:
+            fractions.add(result["fraction"])
+    header = ["target", "method", "criterion", "grid: mean criterion over the tuning seeds (chosen in bold)", "chosen",
               "chosen on the grid's edge", "tuning cost: stepping s; work (evals + grad_evals)"]
+    held = (f"the {CRITERIA[experiment]} on a validation split ({' or '.join(f'{f:g}' for f in sorted(fractions))} "
+            "of the rows or documents) held out of the training data")
+    own_text = "the ELBO on all the training data, which the method maximises"
+    scored = (f"{held}, or, for a method that maximises the ELBO, by that ELBO on all the training data"
+              if fractions and own else (held if fractions else own_text))
     text = "\n".join([
         f"# Tuning: {experiment}", "",
-        f"Each grid point ran on the training data less a validation split ({fraction:g} of the rows or "
-        f"documents), with {seeds} tuning seeds that no reported run uses, and was scored by the {CRITERIA[experiment]} "
-        "(higher is better), never by the reference posterior (`workflow/tuning.py`). The `<method>_tuned` rows "
-        "of the experiment's tables ran with the choice.", "",
+        f"Each grid point ran with {' or '.join(map(str, sorted(seeds)))} tuning seeds that no reported run uses "
+        f"and was scored by {scored} (higher is better), never by the reference posterior (`workflow/tuning.py`). "
+        "The `<method>_tuned` rows of the experiment's tables ran with the choice.", "",
         "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows), "",
         f"Choices on the grid's edge: {edges} of {len(rows)} (a wider grid could move them)." if edges else
         f"No choice lies on the grid's edge ({len(rows)} results).", ""])

@@ -1,5 +1,6 @@
 """What the tuning protocol chose (reports/tuning.py, issue 31): the table of `pmd-bench tune`
-results, the grid's edge, a result that was not tuned, bad files named, and the CLI end to end."""
+results, the grid's edge, a result that was not tuned, the criterion of each result (an ELBO-tuned
+method's, a result written before results named theirs), bad files named, and the CLI end to end."""
 
 import json
 
@@ -9,11 +10,14 @@ from pmd_bench.reports import tuning
 from pmd_bench.workflow import cli
 
 
+HELD_OUT = "held-out log predictive density per validation row"
+
+
 def result(grid: dict, scores: list, chosen: dict, **extra) -> dict:
-    points = [{"point": p, "lpd": [s, s], "mean_lpd": s, "error": None if s > -1e9 else "FloatingPointError: x"}
+    points = [{"point": p, "score": [s, s], "mean_score": s, "error": None if s > -1e9 else "FloatingPointError: x"}
               for p, s in zip(({k: v} for k, vs in grid.items() for v in vs), scores)]
-    return {"grid": grid, "points": points, "chosen": chosen, "seconds": 12.5, "evals": 1000.0, "grad_evals": 500.0,
-            "fraction": 0.2, "seeds": 2, **extra}
+    return {"grid": grid, "points": points, "chosen": chosen, "criterion": HELD_OUT, "seconds": 12.5,
+            "evals": 1000.0, "grad_evals": 500.0, "fraction": 0.2, "seeds": 2, **extra}
 
 
 def write(path, content) -> str:
@@ -43,9 +47,31 @@ def test_targets_come_from_the_folders_and_an_untuned_posterior_says_why(tmp_pat
              write(tmp_path / "posteriordb" / "tuning" / "kidiq" / "pmd.json",
                    result({"a": [1, 2]}, [-1.0, -2.0], {"a": 1}))]
     text = tuning.render("posteriordb", files, tmp_path / "t.md")
-    assert "| arma11 | pmd | not tuned: one datum" in text and "| the default's settings |" in text
-    assert "| kidiq | pmd | **a=1: -1**; a=2: -2 | a=1 | no |" in text  # two values: no edge to speak of
+    assert "| arma11 | pmd | — | not tuned: one datum" in text and "| the default's settings |" in text
+    assert f"| kidiq | pmd | {HELD_OUT} | **a=1: -1**; a=2: -2 | a=1 | no |" in text  # two values: no edge
     assert "No choice lies on the grid's edge (2 results)" in text
+
+
+def test_each_result_shows_its_criterion_elbo_and_older_results_included(tmp_path):
+    """An ELBO-tuned SVI beside a held-out-tuned PMD: the prose names both criteria and the split; a
+    result written before results named their criterion (``lpd``/``mean_lpd``) is the experiment's
+    held-out one."""
+    elbo = result({"learning_rate": [0.02, 0.2]}, [-50.2, -49.9], {"learning_rate": 0.2},
+                  criterion="ELBO on the training data (the method's own objective)", fraction=None)
+    older = result({"a": [1, 2]}, [-1.0, -2.0], {"a": 1})
+    del older["criterion"]
+    older["points"] = [{"point": p["point"], "lpd": p["score"], "mean_lpd": p["mean_score"], "error": None}
+                       for p in older["points"]]
+    files = [write(tmp_path / "posteriordb" / "tuning" / "mesquite" / "svi.json", elbo),
+             write(tmp_path / "posteriordb" / "tuning" / "mesquite" / "pmd.json", older)]
+    text = tuning.render("posteriordb", files, tmp_path / "t.md")
+    assert "| mesquite | svi | ELBO on the training data (the method's own objective) | learning_rate=0.02: -50.2; "\
+           "**learning_rate=0.2: -49.9** |" in text
+    assert f"| mesquite | pmd | {HELD_OUT} | **a=1: -1**; a=2: -2 |" in text
+    assert "validation split (0.2 of the rows or documents)" in text
+    assert "or, for a method that maximises the ELBO, by that ELBO on all the training data" in text
+    only_elbo = tuning.render("posteriordb", files[:1], tmp_path / "u.md")
+    assert "validation split" not in only_elbo and "scored by the ELBO on all the training data" in only_elbo
 
 
 def test_bad_results_are_refused_naming_the_file(tmp_path):

@@ -82,7 +82,7 @@ def test_lda_tuning_chooses_by_validation_documents_and_the_run_records_it(lda_c
                      "--out", str(chosen)]) == 0
     result = json.loads(chosen.read_text())
     assert result["chosen"] == {"step_size": {"eta": 1.0, "n0": 1.0, "kappa": 0.5}}
-    lpds = [p["mean_lpd"] for p in result["points"]]
+    lpds = [p["mean_score"] for p in result["points"]]
     assert lpds[1] > lpds[0] and all(-np.log(30) - 1 < v < 0 for v in lpds)  # minus a log-perplexity, near log W
     assert cli.main(["--config", str(config), "run", "lda", "--method", "pmd", "--seed", "0", "--data", str(corpus),
                      "--tuning", str(chosen), "--out", str(out)]) == 0
@@ -106,7 +106,7 @@ def test_lda_tuning_chooses_by_validation_documents_and_the_run_records_it(lda_c
     again = tmp_path / "again.json"
     assert cli.main(["--config", str(config), "tune", "lda", "--method", "pmd", "--data", str(corrupt),
                      "--out", str(again)]) == 0
-    assert [p["lpd"] for p in json.loads(again.read_text())["points"]] == [p["lpd"] for p in result["points"]]
+    assert [p["score"] for p in json.loads(again.read_text())["points"]] == [p["score"] for p in result["points"]]
 
 
 def test_lda_peers_are_not_tuned(lda_config, capsys):
@@ -157,9 +157,9 @@ def test_sparse_gp_tuning_through_the_cli(tmp_path):
     cli_in_subprocess(config, calls, tmp_path)
     result = json.loads(tuned.read_text())
     assert result["chosen"] == {"step_size": grid["step_size"][1]}
-    first, second = (p["mean_lpd"] for p in result["points"])
+    first, second = (p["mean_score"] for p in result["points"])
     assert second > first + 0.1
-    assert [p["lpd"] for p in json.loads(again.read_text())["points"]] == [p["lpd"] for p in result["points"]]
+    assert [p["score"] for p in json.loads(again.read_text())["points"]] == [p["score"] for p in result["points"]]
     _, run_meta = load_npz(out)
     assert run_meta["tuning"]["chosen"] == result["chosen"] and run_meta["method"] == "svi_tuned"
     assert run_meta["params"]["method.step_size"] == grid["step_size"][1]

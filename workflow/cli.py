@@ -224,17 +224,19 @@ def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, 
     runs ``--method`` on: the experiment's training data at its run settings (posteriordb, custom:
     the posterior's data at the budget rule's batch size and whole passes,
     :func:`workflow.experiments.posteriordb.budget`; sparse_gp: the problem's; lda: the corpus's
-    training documents) and its criterion (:class:`workflow.tuning.Criterion`)."""
+    training documents) and its criterion (:class:`workflow.tuning.Criterion`; on a model with a likelihood
+    per row, the method's own ELBO where it maximises one, :func:`workflow.tuning.criterion_for`)."""
     import jax
 
     from pmd_bench.datasets.settings import resolve_settings
 
     from .experiments import custom, logistic, mixture, posteriordb
-    from .methods import split_spec
-    from .tuning import rows_criterion
+    from .methods import METHODS, split_spec
+    from .tuning import criterion_for
 
     section = cfg[args.experiment]
     entry = section["methods"][args.method]
+    kind = METHODS.get(entry.get("method", args.method))
     if args.experiment in ("posteriordb", "custom"):
         if args.experiment == "posteriordb":
             if not args.posterior:
@@ -245,7 +247,7 @@ def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, 
         rows = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
         spec, budget = posteriordb.budget(section, args.method, entry, rows)
         settings = {"batch_size": budget["batch_size"], "num_passes": budget["budget_passes"]}
-        return spec, problem.data, settings, rows_criterion(problem.model, section["eval_samples"])
+        return spec, problem.data, settings, criterion_for(kind, problem.model, section["eval_samples"])
     if not args.data:
         raise ValueError(f"tune {args.experiment} needs --data (the experiment's data file)")
     if args.experiment == "sparse_gp":
@@ -261,10 +263,10 @@ def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, 
     spec, settings = split_spec(args.method, entry, section)
     if args.experiment == "mixture":
         x, _, _ = mixture.load_data(args.data)
-        return spec, x, settings, rows_criterion(mixture.WellingTehMixture().model(), section["score_samples"])
+        return spec, x, settings, criterion_for(kind, mixture.WellingTehMixture().model(), section["score_samples"])
     data, _ = logistic.load_data(args.data, spec.pop("train_rows", section["train_rows"]))
     model = logistic.BayesianLogisticRegression(data["x"].shape[1], section["prior_std"]).model()
-    return spec, data, settings, rows_criterion(model, section["eval_samples"])
+    return spec, data, settings, criterion_for(kind, model, section["eval_samples"])
 
 
 def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
@@ -291,7 +293,7 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
     tags = {"experiment": args.experiment, "role": "tuning",
             **({("problem" if args.problem else "posterior"): target} if target else {})}
     with tracked_run(uri, _experiment_name(cfg, args.experiment), name, params, tags):
-        reason = not_tunable(data)
+        reason = not_tunable(data) if criterion.held_out else None  # the ELBO needs no held-out rows
         out = (not_tunable_result(grid, params, reason) if reason else
                tune(args.method, spec, data, settings, grid, criterion, seeds=params["seeds"],
                     fraction=params["fraction"]))
@@ -299,7 +301,7 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
         mlflow.log_params({f"chosen.{k}": v for k, v in out["chosen"].items()})
         mlflow.log_metrics({"tuning_seconds": out["seconds"], "tuning_evals": out["evals"],
                             "tuning_grad_evals": out["grad_evals"],
-                            **({"best_heldout_lpd": max(p["mean_lpd"] for p in out["points"])}
+                            **({"best_tuning_score": max(p["mean_score"] for p in out["points"])}
                                if out["points"] else {})})
         mlflow.log_artifact(str(args.out), artifact_path="tuning")
     print(f"{args.method}: chose {out['chosen']} of {len(out['points'])} points in {out['seconds']:.1f}s of stepping")

@@ -96,6 +96,10 @@ class NumPyroSVI:
     guide objects, not in the state.
     """
 
+    # what it maximises (the ELBO, as Trace_ELBO), so the tuning protocol scores it by the ELBO
+    # (workflow.tuning.elbo_criterion), not by a held-out predictive
+    maximises = "elbo"
+
     method_family = "variational inference"
     reference = "NumPyro `numpyro.infer.SVI` with `AutoMultivariateNormal` (Kucukelbir et al., JMLR 2017)"
 

@@ -123,6 +123,10 @@ class NPVState:
 class _MixtureVI:
     """What both NPV variants share: the start, the step wrapper and the posterior."""
 
+    # what it maximises (GHB12's approximation of the ELBO), so the tuning protocol scores it by the ELBO
+    # (workflow.tuning.elbo_criterion), not by a held-out predictive
+    maximises = "elbo"
+
     model: Any
     num_particles: int
     optimizer: Any

@@ -135,6 +135,10 @@ class SVI:
         data: the whole data set, which the Laplace start reads once, at construction.
     """
 
+    # what it maximises (the ELBO), so the tuning protocol scores it by the ELBO
+    # (workflow.tuning.elbo_criterion), not by a held-out predictive
+    maximises = "elbo"
+
     method_family = "variational inference"
     reference = "Hoffman, Blei, Wang & Paisley, JMLR 2013; black-box form of Titsias & Lázaro-Gredilla, ICML 2014"
 

@@ -48,7 +48,8 @@ def criterion(cfg: dict, model: lda_model.LDA) -> Criterion:
         return -lda_model.common_log_perplexity(result.posterior, key, valid["estimation"], valid["evaluation"],
                                                 model.alpha, sweeps, sweeps // 2)
 
-    return Criterion(split=split_documents, model=lambda train: model, score=score)
+    return Criterion(split=split_documents, model=lambda train: model, score=score,
+                     name="minus the one held-out log-perplexity estimator on validation documents")
 
 
 def tuning_problem(section: dict, label: str, corpus_dir: str | Path) -> tuple[dict, object, dict, Criterion]:

@@ -48,7 +48,8 @@ def criterion(cfg: dict) -> Criterion:
         fitted = method.fitted_model(result.state) if hasattr(method, "fitted_model") else model
         return predictive_lpd(result.posterior, fitted.noise_variance, valid)
 
-    return Criterion(split=validation_split, model=lambda train: sparse_gp.build_model(cfg, train), score=score)
+    return Criterion(split=validation_split, model=lambda train: sparse_gp.build_model(cfg, train), score=score,
+                     name="validation targets' log density under the method's predictive, per row")
 
 
 def tuning_problem(section: dict, label: str, problem: str, data_path: str | Path) -> tuple[dict, dict, dict, Criterion]:
