@@ -73,7 +73,8 @@ def row(target: str, method: str, result: dict, experiment: str) -> list[str]:
     cost = f"{result['seconds']:.1f} s; " + (f"{result['evals'] + result['grad_evals']:.3g}"
                                               if math.isfinite(result["evals"] + result["grad_evals"]) else "not counted")
     if result.get("not_tuned"):
-        return [target, method, "—", f"not tuned: {result['not_tuned']}", "the default's settings", "—", cost]
+        return [target, method, result.get("criterion", "—"), f"not tuned: {result['not_tuned']}", "the default's settings",
+                "—", cost]
     points = []
     for p in result["points"]:
         mean = point_score(p)

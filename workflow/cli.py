@@ -302,7 +302,7 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
         mlflow.log_metrics({"tuning_seconds": out["seconds"], "tuning_evals": out["evals"],
                             "tuning_grad_evals": out["grad_evals"],
                             **({"best_tuning_score": max(p["mean_score"] for p in out["points"])}
-                               if out["points"] else {})})
+                               if not out.get("not_tuned") else {})})
         mlflow.log_artifact(str(args.out), artifact_path="tuning")
     print(f"{args.method}: chose {out['chosen']} of {len(out['points'])} points in {out['seconds']:.1f}s of stepping")
 

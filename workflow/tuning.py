@@ -27,7 +27,10 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
   distance to the posterior: −50.21 at the smallest rate, 0.67 reference sd off, −49.98 at the
   default and above, 0.04 to 0.17 sd off).
 * The point with the best mean score over the tuning seeds is chosen; a run that raises, or whose
-  score is not finite, scores ``-inf`` and keeps its error.
+  score is not finite, scores ``-inf`` and keeps its error. Where no point scores a finite mean (every
+  point failed on a tuning seed: NumPyro's SVI from its uniform start on arma), nothing is chosen: the
+  result says so (``not_tuned``, with the first error) and the tuned run is the default run, as for
+  data that cannot be tuned; the grid's points and errors stay in the result.
 
 :func:`tune` returns the grid, every point's LPDs, the chosen point and what the tuning cost
 (stepping seconds and likelihood work, :data:`pmd.runner.WORK`, summed over all its runs), for the
@@ -169,7 +172,8 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
     """Run the module docstring's protocol for method ``label`` (its config entry ``spec``) on the
     experiment's training ``data``, scored by ``criterion``, and return ``{"grid", "points":
     [{"point", "score": [per seed], "mean_score", "error"}], "chosen", "criterion", "seconds", "evals",
-    "grad_evals", "fraction", "seeds"}`` (``fraction`` None where the criterion holds no rows out). ``settings`` are the runner's ``batch_size`` and ``num_passes``;
+    "grad_evals", "fraction", "seeds"}`` (``fraction`` None where the criterion holds no rows out), and
+    ``not_tuned`` (the reason; ``chosen`` empty) where no point scored a finite mean. ``settings`` are the runner's ``batch_size`` and ``num_passes``;
     ``build(spec, model, train, num_steps)`` makes the method (default :func:`workflow.methods.build`)."""
     build = build or (lambda s, m, d, steps: methods.build(label, s, m, d, steps))
     train, valid = criterion.split(data, fraction, TUNING_SEED)
@@ -194,9 +198,10 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
         mean = float(np.mean(scores)) if all(map(math.isfinite, scores)) else -math.inf
         points.append({"point": point, "score": scores, "mean_score": mean, "error": error})
     best = max(points, key=lambda p: p["mean_score"])
+    out = {"grid": grid, "points": points, "chosen": best["point"], "criterion": criterion.name, "seconds": seconds,
+           "evals": evals, "grad_evals": grads, "fraction": fraction if criterion.held_out else None, "seeds": seeds}
     if not math.isfinite(best["mean_score"]):
         errors = [p["error"] for p in points if p["error"]]
-        raise ConfigError(f"tuning {label}: no point of {grid} ran to a finite {criterion.name}"
-                          + (f" (first error: {errors[0]})" if errors else " (every posterior was non-finite)"))
-    return {"grid": grid, "points": points, "chosen": best["point"], "criterion": criterion.name, "seconds": seconds,
-            "evals": evals, "grad_evals": grads, "fraction": fraction if criterion.held_out else None, "seeds": seeds}
+        out.update(chosen={}, not_tuned=f"no grid point ran to a finite {criterion.name} on every tuning seed"
+                   + (f" (first error: {errors[0]})" if errors else " (no run raised; every score was -inf or NaN)"))
+    return out
