@@ -110,15 +110,15 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
             fractions.add(result["fraction"])
     header = ["target", "method", "criterion", "grid: mean criterion over the tuning seeds (chosen in bold)", "chosen",
               "chosen on the grid's edge", "tuning cost: stepping s; work (evals + grad_evals)"]
-    held = (f"the {CRITERIA[experiment]} on a validation split ({' or '.join(f'{f:g}' for f in sorted(fractions))} "
-            "of the rows or documents) held out of the training data")
+    held = (f"{CRITERIA[experiment]} ({' or '.join(f'{f:g}' for f in sorted(fractions))} of the rows or documents "
+            "held out of the training data for validation)")
     own_text = "the ELBO on all the training data, which the method maximises"
     scored = (f"{held}, or, for a method that maximises the ELBO, by that ELBO on all the training data"
               if fractions and own else (held if fractions else own_text))
     text = "\n".join([
         f"# Tuning: {experiment}", "",
         f"Each grid point ran with {' or '.join(map(str, sorted(seeds)))} tuning seeds that no reported run uses "
-        f"and was scored by {scored} (higher is better), never by the reference posterior (`workflow/tuning.py`). "
+        f"and was scored by {scored}, higher is better, never by the reference posterior (`workflow/tuning.py`). "
         "The `<method>_tuned` rows of the experiment's tables ran with the choice.", "",
         "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows), "",
         f"Choices on the grid's edge: {edges} of {len(rows)} (a wider grid could move them)." if edges else

@@ -68,10 +68,10 @@ def test_each_result_shows_its_criterion_elbo_and_older_results_included(tmp_pat
     assert "| mesquite | svi | ELBO on the training data (the method's own objective) | learning_rate=0.02: -50.2; "\
            "**learning_rate=0.2: -49.9** |" in text
     assert f"| mesquite | pmd | {HELD_OUT} | **a=1: -1**; a=2: -2 |" in text
-    assert "validation split (0.2 of the rows or documents)" in text
+    assert f"scored by {HELD_OUT} (0.2 of the rows or documents held out of the training data for validation)" in text
     assert "or, for a method that maximises the ELBO, by that ELBO on all the training data" in text
     only_elbo = tuning.render("posteriordb", files[:1], tmp_path / "u.md")
-    assert "validation split" not in only_elbo and "scored by the ELBO on all the training data" in only_elbo
+    assert "for validation" not in only_elbo and "scored by the ELBO on all the training data" in only_elbo
 
 
 def test_bad_results_are_refused_naming_the_file(tmp_path):
