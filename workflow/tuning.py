@@ -32,7 +32,7 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
   result says so (``not_tuned``, with the first error) and the tuned run is the default run, as for
   data that cannot be tuned; the grid's points and errors stay in the result.
 
-:func:`tune` returns the grid, every point's LPDs, the chosen point and what the tuning cost
+:func:`tune` returns the grid, every point's scores, the chosen point and what the tuning cost
 (stepping seconds and likelihood work, :data:`pmd.runner.WORK`, summed over all its runs), for the
 tuned run's parameters and the tables' ``tuned`` row. Each point's scores are ``score`` (per seed) and
 ``mean_score``, the criterion's name ``criterion``; results written before 2026-11-26 named them
@@ -173,8 +173,9 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
     experiment's training ``data``, scored by ``criterion``, and return ``{"grid", "points":
     [{"point", "score": [per seed], "mean_score", "error"}], "chosen", "criterion", "seconds", "evals",
     "grad_evals", "fraction", "seeds"}`` (``fraction`` None where the criterion holds no rows out), and
-    ``not_tuned`` (the reason; ``chosen`` empty) where no point scored a finite mean. ``settings`` are the runner's ``batch_size`` and ``num_passes``;
-    ``build(spec, model, train, num_steps)`` makes the method (default :func:`workflow.methods.build`)."""
+    ``not_tuned`` (the reason; ``chosen`` empty) where no point scored a finite mean. ``settings`` are
+    the runner's ``batch_size`` and ``num_passes``; ``build(spec, model, train, num_steps)`` makes the
+    method (default :func:`workflow.methods.build`)."""
     build = build or (lambda s, m, d, steps: methods.build(label, s, m, d, steps))
     train, valid = criterion.split(data, fraction, TUNING_SEED)
     model = criterion.model(train)
