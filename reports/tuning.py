@@ -7,12 +7,13 @@ for results written before 2026-11-26, which do not name it) or, for a method th
 that ELBO on all the training data (:func:`workflow.tuning.elbo_criterion`).
 
 One row per tuned method and target (the posterior, problem or model a result belongs to; ``—`` for an
-experiment with one data set): the grid's points with the mean held-out criterion over the tuning
+experiment with one data set): its criterion, the grid's points with their mean criterion over the tuning
 seeds (the chosen point in bold; a point whose runs failed shows its error), the chosen settings,
 whether the choice lies on the grid's edge (the first or last value of a setting with three or more
 values: the best may lie beyond the grid, so a wider grid could change it), and what the tuning cost
 (stepping seconds and likelihood work summed over every point and seed, :data:`pmd.runner.WORK`).
-A result that was not tuned (a one-datum posterior) shows its reason; its tuned run is the default.
+A result that was not tuned (a one-datum posterior under a held-out criterion, or a grid none of whose
+points ran to a finite score) shows its reason; its tuned run is the default.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ def row(target: str, method: str, result: dict, experiment: str) -> list[str]:
     cost = f"{result['seconds']:.1f} s; " + (f"{result['evals'] + result['grad_evals']:.3g}"
                                               if math.isfinite(result["evals"] + result["grad_evals"]) else "not counted")
     if result.get("not_tuned"):
-        return [target, method, result.get("criterion", "—"), f"not tuned: {result['not_tuned']}", "the default's settings",
-                "—", cost]
+        return [target, method, result.get("criterion", "—"), f"not tuned: {result['not_tuned']}",
+                "the default's settings", "—", cost]
     points = []
     for p in result["points"]:
         mean = point_score(p)
@@ -82,8 +83,8 @@ def row(target: str, method: str, result: dict, experiment: str) -> list[str]:
         text = f"{_point(p['point'])}: {score}"
         points.append(f"**{text}**" if p["point"] == result["chosen"] else text)
     edge = on_edge(result)
-    return [target, method, result.get("criterion", CRITERIA[experiment]), "; ".join(points), _point(result["chosen"]),
-            ("yes: " + ", ".join(edge)) if edge else "no", cost]
+    return [target, method, result.get("criterion", CRITERIA[experiment]), "; ".join(points),
+            _point(result["chosen"]), ("yes: " + ", ".join(edge)) if edge else "no", cost]
 
 
 def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
