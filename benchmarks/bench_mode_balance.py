@@ -3,9 +3,9 @@ sweeps that cross between modes (issue 35, :func:`pmd.rejuvenation.independence_
 
 Settings: the mixture experiment's (``N = 1000`` rows simulated with seed 0, batch 10, 2 passes,
 ``m = 1000``, float32), ``PMD(model, N, m, data=x)`` with the moves ``before`` (the
-``DEFAULT_MOVES`` schedule, ``independence = 0``: resample and 5 MALA moves, which never cross
-between modes) and ``after`` (the same and ``independence = 2`` sweeps after the MALA moves of
-every round: ``BALANCED_MOVES``), on two mixtures: the Welling-Teh mixture of ``tests/test_pmd_mixture.py`` (the mass
+``DEFAULT_MOVES`` schedule with ``independence = 0``: resample and 5 MALA moves, which never cross
+between modes; the default until 2026-11-26) and ``after`` (``DEFAULT_MOVES`` itself: the same and
+2 independence sweeps after the MALA moves of every round), on two mixtures: the Welling-Teh mixture of ``tests/test_pmd_mixture.py`` (the mass
 of ``θ1 > 0``, exact 0.5406 from the gridded posterior) and :class:`pmd.models.mixture.SymmetricMixture`
 (the mass of ``μ1 > μ2``, exactly ½ by symmetry). Per case: the mean error of the mass, its
 run-to-run sd (ddof 1), the largest error, and the binomial sd ``sqrt(p(1-p)/m)`` of ``m``
@@ -30,11 +30,11 @@ import numpy as np
 from pmd import PMD, run
 from pmd.metrics import Grid
 from pmd.models.mixture import SymmetricMixture, WellingTehMixture
-from pmd.rejuvenation import BALANCED_MOVES, DEFAULT_MOVES
+from pmd.rejuvenation import DEFAULT_MOVES
 
 N, BATCH, PASSES, M = 1000, 10, 2, 1000
 GRID = Grid((-3.0, -4.0), (3.0, 4.0), (61, 81))  # tests/test_pmd_mixture.py's
-MOVES = {"before": DEFAULT_MOVES, "after": BALANCED_MOVES}
+MOVES = {"before": {**DEFAULT_MOVES, "independence": 0}, "after": DEFAULT_MOVES}
 CASES = [("welling_teh", "after"), ("symmetric", "after"), ("symmetric", "before"), ("welling_teh", "before")]
 
 

@@ -58,11 +58,11 @@ Two variants share that update (``variant``):
   rows seen (Chopin's IBIS; ``step`` then needs ``rows=``, the batch's row indices, which
   :func:`pmd.run` passes), and at the end of passes 1, 2, 4, ... on the posterior itself, scaled
   by the target's Laplace covariance (minus its inverse Hessian at the cloud's mean; the cloud's
-  covariance where that is not positive definite, as between two modes). With
-  ``rejuvenate=pmd.rejuvenation.BALANCED_MOVES`` each round ends with 2 sweeps of an independence
-  sampler whose proposal is the KDE iterate of the other half of the particles, so that particles
-  cross between modes and a mode's mass converges to the target's instead of keeping the one the
-  first pass's weights gave it (an option, not yet the default: the posteriordb suite is to be re-measured with it first). Only there is the
+  covariance where that is not positive definite, as between two modes). Each round then ends
+  with 2 sweeps of an independence sampler whose proposal is the KDE iterate of the other half of
+  the particles, so that particles cross between modes and a mode's mass converges to the
+  target's instead of keeping the one the first pass's weights gave it
+  (``{**DEFAULT_MOVES, "independence": 0}`` leaves them out). Only there is the
   iterate known, so only there does a kernel that keeps the target invariant keep the iterate
   invariant. The remedy for the limit above; the rows each move reads are counted in
   ``info["visited"]`` (``O(log N)`` reads of the rows seen in the first pass, ``O(log passes)``

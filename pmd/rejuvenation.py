@@ -50,7 +50,7 @@ Crossing between modes (``independence``, issue 35): MALA's moves stay within a 
 more a mode's mass is the one the first pass's importance weights gave it, and it varies from run to
 run (``m = 1000``, 40 seeds, ``benchmarks/bench_mode_balance.py``: sd 0.032 on the Welling-Teh mixture
 and 0.050 on a symmetric one, against 0.016 for 1000 independent draws; with 2 sweeps, 0.018 and
-0.015). ``independence = k`` ends each round with ``k`` sweeps of an independence
+0.015, which is why ``DEFAULT_MOVES`` has them). ``independence = k`` ends each round with ``k`` sweeps of an independence
 Metropolis-Hastings sampler whose proposal is the KDE iterate itself (eq. 6, PMD's own redraw
 kernel) fitted to the other half of the population (:func:`independence_sweeps`): its density is
 computable, so the move is exact against the current target (prior × likelihood of the rows seen),
@@ -84,10 +84,10 @@ OPTIMAL_ACCEPTANCE = 0.574  # MALA, Roberts & Rosenthal (1998)
 # IBIS on the first pass's partial posteriors, Laplace-preconditioned, and O(log passes) rounds on
 # the full posterior after it. Measured against no moves on the mixture, logistic regression, the
 # posteriordb suite and the conjugate model (README, docs/findings.md 2026-11-25).
-DEFAULT_MOVES = {"kind": "mala", "steps": 5, "at": "doubling", "first_pass": True, "precondition": "hessian"}
-# the independence sweeps that put the modes' masses right (``independence``, below): measured on both
-# mixtures, an option until the posteriordb suite and the CI baseline are re-measured with them
-BALANCED_MOVES = {**DEFAULT_MOVES, "independence": 2}
+# Each round ends with 2 independence sweeps, which put the modes' masses right (``independence``,
+# module docstring; measured on both mixtures and the posteriordb suite, docs/findings.md 2026-11-26).
+DEFAULT_MOVES = {"kind": "mala", "steps": 5, "at": "doubling", "first_pass": True, "precondition": "hessian",
+                 "independence": 2}
 
 
 @dataclass(frozen=True)

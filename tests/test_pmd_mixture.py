@@ -9,7 +9,7 @@ from pmd import PMD, run
 from pmd.local_kernel import LocalShrinkage
 from pmd.metrics import Grid, floor, score
 from pmd.models.mixture import WellingTehMixture
-from pmd.rejuvenation import BALANCED_MOVES, DEFAULT_MOVES, LogTarget, MALAMoves
+from pmd.rejuvenation import DEFAULT_MOVES, LogTarget, MALAMoves
 
 GRID = Grid((-3.0, -4.0), (3.0, 4.0), (61, 81))
 
@@ -28,11 +28,13 @@ def test_exact_posterior_has_both_modes(problem):
     assert 0.4 < right < 0.6  # the two modes are the relabelling of each other: nearly ½ each
 
 
+NO_SWEEPS = {**DEFAULT_MOVES, "independence": 0}  # the default's moves before the independence sweeps
+
 # (given the data, the moves (None: the default's), run-to-run sd of a mode's mass measured over 40
 # runs, TV bound as a multiple of the exact-draw floor)
 DEFAULT_CASES = {
-    "with_moves": (True, None, 0.055, 1.5),
-    "balanced_moves": (True, BALANCED_MOVES, 0.018, 1.5),
+    "with_moves": (True, None, 0.018, 1.5),
+    "moves_without_sweeps": (True, NO_SWEEPS, 0.055, 1.5),
     "streaming": (False, None, 0.054, 2.0),
 }
 RUNS = 4
@@ -48,14 +50,14 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     if the particles cross between the modes: resampling and moves that do not cross correlate them,
     and the balance is the one the early steps set. Measured over seeds 0-39 at m = 1000 in float32
     (exact mass 0.5406; ``benchmarks/bench_mode_balance.py``, docs/findings.md): given the data
-    (``data=x``: the default's moves, ``pmd.rejuvenation.DEFAULT_MOVES``, which never cross between
-    the modes) sd 0.032 at this commit (0.037 earlier; 0.055 in float64, the bound kept); with
-    ``BALANCED_MOVES`` (rounds ending with independence sweeps that cross between the modes), mean
-    error -0.005, run-to-run sd 0.018, largest error 0.043 (float64 not measured); streaming (no data, no moves),
+    (``data=x``: the default's moves, ``pmd.rejuvenation.DEFAULT_MOVES``, whose rounds end with
+    independence sweeps that cross between the modes), mean error -0.005, run-to-run sd 0.018,
+    largest error 0.043 (float64 not measured); the same moves without the sweeps (MALA alone, which
+    never crosses between the modes) sd 0.032 (0.037 earlier; 0.055 in float64, the bound kept); streaming (no data, no moves),
     float32: mean error 0.004, sd 0.054, largest error 0.15. The tests: every run keeps at least a
     quarter of the mass on each mode (a lost mode gives < 0.05), and the mean over the 4 runs lies
     within 3 standard errors (3 sd / 2) of the exact mass. Total variation on seeds 0-3 in float32
-    (given the data: before the sweeps): 0.12-0.14 given the data and 0.12-0.14 streaming (0.13-0.28
+    (given the data, without the sweeps): 0.12-0.14 given the data and 0.12-0.14 streaming (0.13-0.28
     streaming in earlier measurements), against 0.136 for 1000 exact draws; held to 1.5× the floor
     given the data (single floor estimates range 0.12-0.2 over seeds) and 2× streaming (the paper
     variant on the same settings loses a mode, mass 0.0 or 1.0, about one run in ten)."""
@@ -77,9 +79,8 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     assert np.mean(tvs) < tv_factor * exact, (tvs, exact)
 
 
-def test_balanced_moves_restore_the_modes_masses(problem):
-    """One round of ``BALANCED_MOVES`` (the default's: resample, 5 MALA moves; then 2 independence
-    sweeps) on the full posterior, from 1000 exact draws weighted so that the mode θ1 > 0 holds 0.8
+def test_default_moves_restore_the_modes_masses(problem):
+    """One round of ``DEFAULT_MOVES`` (resample, 5 MALA moves, then 2 independence sweeps) on the full posterior, from 1000 exact draws weighted so that the mode θ1 > 0 holds 0.8
     of the mass (exact: 0.5406), four rounds (keys 0-3): the mean mass after them lies within 0.06 of
     the exact one. MALA alone never crosses between the modes (measured over 8 keys: mass 0.766, the
     0.8 it was given, so a mode's mass in a run is the one the first pass's weights set: sd 0.037
@@ -87,8 +88,8 @@ def test_balanced_moves_restore_the_modes_masses(problem):
     weigh the modes by the target (:func:`pmd.rejuvenation.independence_sweeps`). Measured with the
     sweeps over 8 keys: mean error +0.021 (what two sweeps leave of a 0.26 imbalance; three leave
     +0.001), sd 0.020 (the binomial sd of 1000 independent draws is 0.016); the bound is that mean
-    plus 4 standard errors of a 4-round mean (0.021 + 4 · 0.020 / 2 ≈ 0.06). The default's moves
-    (no sweeps) miss it by 0.17, which the test checks too, so that it can fail."""
+    plus 4 standard errors of a 4-round mean (0.021 + 4 · 0.020 / 2 ≈ 0.06). The same moves without
+    the sweeps miss it by 0.17, which the test checks too, so that it can fail."""
     mix, x, true = problem
     exact_right = float(np.exp(np.asarray(true.log_prob))[GRID.points[:, 0] > 0].sum())
     draws = true.sample(jax.random.key(0), 1000)
@@ -100,10 +101,10 @@ def test_balanced_moves_restore_the_modes_masses(problem):
         one_round = jax.jit(lambda key: moves(key, draws, log_w, target, jnp.asarray(len(x)), kernel=LocalShrinkage())[0])
         return [float(np.mean(np.asarray(one_round(jax.random.key(seed)))[:, 0] > 0)) for seed in range(4)]
 
-    rights = masses(BALANCED_MOVES)
+    rights = masses(DEFAULT_MOVES)
     assert all(0.25 < r < 0.75 for r in rights), rights
     assert abs(np.mean(rights) - exact_right) < 0.06, (rights, exact_right)
-    assert np.mean(masses(DEFAULT_MOVES)) - exact_right > 0.15  # MALA alone keeps the 0.8 it was given
+    assert np.mean(masses(NO_SWEEPS)) - exact_right > 0.15  # MALA alone keeps the 0.8 it was given
 
 
 @pytest.mark.parametrize("seed", [0, 1])
