@@ -301,13 +301,14 @@ def test_pass_two_move_happens_when_the_batch_does_not_divide_the_data():
     """N = 25, B = 10, two passes (5 steps, 50 rows): the default moves run after step 2 (first
     pass), within step 3 at the end of pass 1 (25 rows, the batch's last 5 rows then taken as a
     prox step) and at step 5, the end of pass 2 (before issue 35's fix the clock lagged 5 rows
-    behind and pass 2 never ended). Each round reads its target's rows 7 times (the value and gradient
-    at the start and after each of 5 MALA moves, and the Hessian)."""
+    behind and pass 2 never ended). Each round reads its target's rows 9 times (the value and gradient
+    at the start and after each of 5 MALA moves, the Hessian, and the values of 2 independence
+    sweeps)."""
     n, batch = 25, 10
     prob = ConjugateGaussian(dim=2, noise_std=1.0)
     _, x = prob.simulate(seed=6, n=n)
     algo = PMD(prob.model(), data_size=n, num_particles=200, data=x)
     result = run(algo, x, jax.random.key(0), batch_size=batch, num_passes=2)
     np.testing.assert_array_equal(np.flatnonzero(result.info["moved"]) + 1, [2, 3, 5])
-    assert int(result.info["visited"].sum()) == 2 * n + 7 * (2 * batch + n + n)
+    assert int(result.info["visited"].sum()) == 2 * n + 9 * (2 * batch + n + n)
     assert int(result.state.seen) == 2 * n
