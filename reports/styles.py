@@ -41,7 +41,9 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
                         "pmd_m8", "pmd_dr", "pmd_m4_dr", "pmd_m8_dr", "pmd_hoffman", "pmd_m8_hoffman",
                         "pmd_m8_dr_hoffman",
                         # the sparse-GP PMD whose inducing inputs move at pass ends (issue 35)
-                        "pmd_move")),
+                        "pmd_move",
+                        # the default's moves without the independence sweeps (workflow/config/pmd_balanced.yaml)
+                        "pmd_no_sweeps")),
     # gpjax_svgp at place 1 (dashed): it overlays SVI-GP (``svi``) in the sparse-GP figure
     "vi": ("#ff7f0e", ("svi", "gpjax_svgp", "svi_hoffman", "numpyro_svi", "jj_svi", "svi_gp", "lda_svi",
                        "gpjax_svgp_learned")),
