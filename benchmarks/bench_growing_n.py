@@ -47,8 +47,8 @@ import numpy as np
 import yaml
 
 from bench_batched_logistic import synthetic
-from bench_time_to_accuracy import (Unconstrained, add_timing_arguments, nuts_logdensity, summarise, time_method,
-                                    time_nuts)
+from bench_time_to_accuracy import (Unconstrained, add_timing_arguments, first_kept, nuts_logdensity, summarise,
+                                    time_method, time_nuts)
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.sample_metrics import SampleReference
 from pmd_bench.baselines._common import laplace_approximation
@@ -70,10 +70,10 @@ def gradient_ms(model, data, repeats: int = 5) -> float:
 
 
 def nuts_gradients_to(curve: dict, num_data: int, threshold: float) -> float | None:
-    """Full-data gradients a timed NUTS curve took to reach ``threshold`` (None: never)."""
-    err = np.asarray(curve["mean_error"], float)
-    reached = np.flatnonzero(err <= threshold)
-    return float(curve["visited"][reached[0]]) / num_data if reached.size else None
+    """Full-data gradients a timed NUTS curve took to reach ``threshold`` and keep it to the run's end
+    (None: never; :func:`bench_time_to_accuracy.first_kept`)."""
+    first = first_kept(curve, threshold)
+    return None if first is None else float(curve["visited"][first]) / num_data
 
 
 def slope(ns: list[int], times: list[float | None]) -> float | None:
