@@ -5,8 +5,9 @@ Settings: the mixture experiment's (``N = 1000`` rows simulated with seed 0, bat
 ``m = 1000``, float32), ``PMD(model, N, m, data=x)`` with the moves ``before`` (the
 ``DEFAULT_MOVES`` schedule with ``independence = 0``: resample and 5 MALA moves, which never cross
 between modes; the default until 2026-11-26) and ``after`` (``DEFAULT_MOVES`` itself: the same and
-2 independence sweeps after the MALA moves of every round), on two mixtures: the Welling-Teh mixture of ``tests/test_pmd_mixture.py`` (the mass
-of ``θ1 > 0``, exact 0.5406 from the gridded posterior) and :class:`pmd.models.mixture.SymmetricMixture`
+2 independence sweeps after the MALA moves of every round), on two mixtures: the Welling-Teh
+mixture of ``tests/test_pmd_mixture.py`` (the mass of ``θ1 > 0``, exact 0.5406 from the gridded
+posterior) and :class:`pmd.models.mixture.SymmetricMixture`
 (the mass of ``μ1 > μ2``, exactly ½ by symmetry). Per case: the mean error of the mass, its
 run-to-run sd (ddof 1), the largest error, and the binomial sd ``sqrt(p(1-p)/m)`` of ``m``
 independent exact draws, the floor no particle method beats.

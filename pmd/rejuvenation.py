@@ -50,8 +50,8 @@ Crossing between modes (``independence``, issue 35): MALA's moves stay within a 
 more a mode's mass is the one the first pass's importance weights gave it, and it varies from run to
 run (``m = 1000``, 40 seeds, ``benchmarks/bench_mode_balance.py``: sd 0.032 on the Welling-Teh mixture
 and 0.050 on a symmetric one, against 0.016 for 1000 independent draws; with 2 sweeps, 0.018 and
-0.015, which is why ``DEFAULT_MOVES`` has them). ``independence = k`` ends each round with ``k`` sweeps of an independence
-Metropolis-Hastings sampler whose proposal is the KDE iterate itself (eq. 6, PMD's own redraw
+0.015, which is why ``DEFAULT_MOVES`` has them). ``independence = k`` ends each round with ``k``
+sweeps of an independence Metropolis-Hastings sampler whose proposal is the KDE iterate itself (eq. 6, PMD's own redraw
 kernel) fitted to the other half of the population (:func:`independence_sweeps`): its density is
 computable, so the move is exact against the current target (prior × likelihood of the rows seen),
 and ``π/q̃`` weighs each mode by its evidence. Chosen over a tempered proposal (a ladder of

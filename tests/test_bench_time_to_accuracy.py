@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "bench_time_to_accuracy.py"
 spec = importlib.util.spec_from_file_location("bench_time_to_accuracy", SCRIPT)
 bench = importlib.util.module_from_spec(spec)
-sys.modules.setdefault("bench_time_to_accuracy", bench)
 spec.loader.exec_module(bench)
 
 

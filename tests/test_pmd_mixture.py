@@ -52,12 +52,14 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     (exact mass 0.5406; ``benchmarks/bench_mode_balance.py``, docs/findings.md): given the data
     (``data=x``: the default's moves, ``pmd.rejuvenation.DEFAULT_MOVES``, whose rounds end with
     independence sweeps that cross between the modes), mean error -0.005, run-to-run sd 0.018,
-    largest error 0.043 (float64 not measured); the same moves without the sweeps (MALA alone, which
-    never crosses between the modes) sd 0.032 (0.037 earlier; 0.055 in float64, the bound kept); streaming (no data, no moves),
-    float32: mean error 0.004, sd 0.054, largest error 0.15. The tests: every run keeps at least a
+    largest error 0.043 (float64 not measured; seeds 0-3 pass in float64 too); the same moves
+    without the sweeps (MALA alone, which never crosses between the modes) sd 0.032 (0.037
+    earlier; 0.055 in float64, the bound kept); streaming (no data, no moves), float32: mean
+    error 0.004, sd 0.054, largest error 0.15. The tests: every run keeps at least a
     quarter of the mass on each mode (a lost mode gives < 0.05), and the mean over the 4 runs lies
     within 3 standard errors (3 sd / 2) of the exact mass. Total variation on seeds 0-3 in float32
-    (given the data, without the sweeps): 0.12-0.14 given the data and 0.12-0.14 streaming (0.13-0.28
+    (given the data, without the sweeps): 0.12-0.14 given the data (with them: 0.136 ± 0.025 over four
+    workflow seeds at these settings, docs/results.md, pmd-balanced) and 0.12-0.14 streaming (0.13-0.28
     streaming in earlier measurements), against 0.136 for 1000 exact draws; held to 1.5× the floor
     given the data (single floor estimates range 0.12-0.2 over seeds) and 2× streaming (the paper
     variant on the same settings loses a mode, mass 0.0 or 1.0, about one run in ten)."""
@@ -80,8 +82,8 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
 
 
 def test_default_moves_restore_the_modes_masses(problem):
-    """One round of ``DEFAULT_MOVES`` (resample, 5 MALA moves, then 2 independence sweeps) on the full posterior, from 1000 exact draws weighted so that the mode θ1 > 0 holds 0.8
-    of the mass (exact: 0.5406), four rounds (keys 0-3): the mean mass after them lies within 0.06 of
+    """One round of ``DEFAULT_MOVES`` (resample, 5 MALA moves, then 2 independence sweeps) on the
+    full posterior, from 1000 exact draws weighted so that the mode θ1 > 0 holds 0.8 of the mass (exact: 0.5406), four rounds (keys 0-3): the mean mass after them lies within 0.06 of
     the exact one. MALA alone never crosses between the modes (measured over 8 keys: mass 0.766, the
     0.8 it was given, so a mode's mass in a run is the one the first pass's weights set: sd 0.037
     over 40 seeds, docs/findings.md); the independence sweeps propose from the other half's KDE and
