@@ -4,15 +4,11 @@ cost tables (``reports/cost.py``), not the first evaluation that meets it."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "bench_time_to_accuracy.py"
-spec = importlib.util.spec_from_file_location("bench_time_to_accuracy", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from bench_helpers import load_benchmark
+
+bench = load_benchmark("bench_time_to_accuracy")
 
 
 def test_time_to_accuracy_is_where_the_threshold_is_reached_and_kept():

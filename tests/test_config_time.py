@@ -4,18 +4,14 @@ and the CPU model; not the timing itself (a whole workflow run)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
+from bench_helpers import load_benchmark
 from pmd_bench.reports import benchmarks as bench_report
 
-ROOT = Path(__file__).resolve().parent.parent
-_SPEC = importlib.util.spec_from_file_location("config_time", ROOT / "benchmarks" / "config_time.py")
-config_time = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(config_time)
+config_time = load_benchmark("config_time")
 
 
 def _row(config: str, wall_s: float, commit: str = "0123456789abcdef", mirror: bool = False) -> dict:

@@ -3,7 +3,6 @@ as right and a shrunken one as shrunken, and the script runs end to end on a tin
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench_helpers import BENCHMARKS, load_benchmark
 from pmd_bench.workflow.results import save_npz
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "trace_logistic_first_pass.py"
-spec = importlib.util.spec_from_file_location("trace_logistic_first_pass", SCRIPT)
-trace = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(trace)
+SCRIPT = BENCHMARKS / "trace_logistic_first_pass.py"
+trace = load_benchmark("trace_logistic_first_pass")
 
 
 def test_compare_measures_shape_and_offset():
