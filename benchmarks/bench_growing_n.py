@@ -89,7 +89,8 @@ def table(report: dict) -> str:
     ns, threshold = report["ns"], report["threshold"]
     rows = report["times"]
     lines = [f"Wall time (s) to bring the posterior mean within {threshold} reference sd (coordinates' mean), "
-             f"synthetic logistic regression, d = {report['dim']}, one run of benchmarks/bench_growing_n.py; "
+             f"synthetic logistic regression, d = {report['dim']}, one run of benchmarks/bench_growing_n.py on "
+             f"{report['device']}; "
              "[best error] where not reached; NUTS marked * is extrapolated (gradients to reach the threshold "
              "at the largest timed N × the measured gradient time at this N; no compilation in it).", "",
              "| method | " + " | ".join(f"N = {n:,}" for n in ns) + " | slope in log N |",
@@ -159,7 +160,8 @@ def main(argv=None):
             grads = None if source is None else nuts_gradients_to(curves[source]["nuts"], source, args.threshold)
             times["nuts"].append({"seconds": None if grads is None else grads * ms / 1e3, "best": math.nan,
                                   "extrapolated": True, "gradients": grads, "from_n": source})
-    report = {"ns": args.ns, "dim": args.features + 1, "threshold": args.threshold, "config": args.config,
+    report = {"device": f"{jax.devices()[0].device_kind} ({jax.default_backend()})", "ns": args.ns,
+              "dim": args.features + 1, "threshold": args.threshold, "config": args.config,
               "reference": "Laplace approximation (baselines._common.laplace_approximation)",
               "nuts_grad_ms": grad_ms, "times": times,
               "slopes": {label: slope(args.ns, [c["seconds"] for c in cells]) for label, cells in times.items()},

@@ -12,15 +12,16 @@ Parts, each timed with ``jax.block_until_ready`` in this one process:
 * ``moves``: ``run - streaming``; and one round of the moves alone on the full data, executed
   after compiling, with the rounds the run takes (their row counts) to scale it.
 
-Run: ``python benchmarks/profile_pmd_default.py [--rows 200000] [--features 10] [--particles 1000]``;
-prints a JSON report.
+Run: ``python benchmarks/profile_pmd_default.py [--rows 200000] [--features 10] [--particles 1000]
+[--out results/benchmarks/pmd_profile]``; prints the table; with ``--out``, writes ``<out>.json`` (the report)
+and ``<out>.md`` (the table).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +32,8 @@ from pmd import PMD
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.rejuvenation import LogTarget
 from pmd.runner import run_batches, stepper
+from pmd_bench.datasets.atomic import atomic_path
+from pmd_bench.workflow.results import save_json
 
 
 def timed(call):
@@ -53,11 +56,31 @@ def profile_run(method, data, key, batch, passes):
     return compile_s, run_s, info
 
 
+def table(report: dict) -> str:
+    """The report as a markdown table of seconds, one row per part."""
+    passes = report["passes"]
+    rows = [("compile the run's scan (streaming steps and moves)", report["compile_s"]),
+            (f"execute it ({passes:g} pass{'' if passes == 1 else 'es'})", report["run_s"]),
+            ("of which the streaming steps (the same run without moves)", report["streaming_s"]),
+            (f"of which the moves ({len(report['move_steps'])} rounds)", report["moves_s"]),
+            ("compile the run without moves", report["streaming_compile_s"]),
+            ("compile one round of the moves alone", report["full_round_compile_s"]),
+            ("execute one round of the moves on all N rows", report["full_round_s"]),
+            ("one full-data value and gradient for all particles", report["full_value_and_grad_read_s"])]
+    head = (f"The default PMD on synthetic logistic regression, N = {report['rows']:,}, d = {report['dim']}, "
+            f"m = {report['particles']}, batch {report['batch']}, on {report['device']} "
+            f"(benchmarks/profile_pmd_default.py; one process, each part timed once after its compilation). "
+            f"Rows read: {report['rows_read']:,}; per-row likelihood gradients: {report['grad_evals']:.3g}.")
+    lines = [head, "", "| part | seconds |", "|---|---|"] + [f"| {name} | {sec:.3g} |" for name, sec in rows]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for flag, default in (("--rows", 200_000), ("--features", 10), ("--particles", 1000), ("--batch", 1000),
                           ("--passes", 2.0)):
         parser.add_argument(flag, type=type(default), default=default)
+    parser.add_argument("--out", default=None, help="write <out>.json and <out>.md")
     args = parser.parse_args(argv)
     data = synthetic(args.rows, args.features)
     model = BayesianLogisticRegression(dim=args.features + 1).model()
@@ -69,7 +92,8 @@ def main(argv=None):
     moved = np.flatnonzero(np.asarray(info["moved"]))
     target = LogTarget(model, data, default.moves.chunk)
     thetas = model.sample_prior(jax.random.key(1), args.particles) * 0.01
-    round_fn = jax.jit(lambda k, th, n: default.moves(k, th, jnp.zeros(th.shape[0]), target, n))
+    round_fn = jax.jit(lambda k, th, n: default.moves(k, th, jnp.zeros(th.shape[0]), target, n,
+                                                        kernel=lambda kk, p, w: default._kernel(kk, p, w, 1.0)))
     _, round_compile_s = timed(lambda: round_fn(jax.random.key(2), thetas, args.rows))
     _, round_s = timed(lambda: round_fn(jax.random.key(3), thetas, args.rows))
     grad_fn = jax.jit(lambda th: target.value_and_grad(th, args.rows))
@@ -77,13 +101,20 @@ def main(argv=None):
     _, read_s = timed(lambda: grad_fn(thetas))
     visited = np.asarray(info["visited"])
     report = {
-        "rows": args.rows, "dim": args.features + 1, "particles": args.particles, "batch": args.batch,
+        "device": f"{jax.devices()[0].device_kind} ({jax.default_backend()})", "rows": args.rows, "dim": args.features + 1, "particles": args.particles, "batch": args.batch,
         "passes": args.passes, "compile_s": compile_s, "run_s": run_s, "streaming_compile_s": stream_compile_s,
         "streaming_s": stream_s, "moves_s": run_s - stream_s, "move_steps": moved.tolist(),
         "rows_read": int(visited.sum()), "grad_evals": float(np.sum(np.asarray(info["grad_evals"]), dtype=np.float64)),
         "full_round_s": round_s, "full_round_compile_s": round_compile_s, "full_value_and_grad_read_s": read_s,
     }
-    print(json.dumps(report, indent=1))
+    text = table(report)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        save_json(out.with_suffix(".json"), report)
+        with atomic_path(out.with_suffix(".md")) as tmp:
+            tmp.write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

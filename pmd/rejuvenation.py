@@ -276,29 +276,29 @@ def independence_sweeps(key: Array, x: Array, logp: Array, target: "LogTarget", 
     perm = jax.random.permutation(k_perm, m)  # resampled duplicates sit together: halves must mix them
     x, logp = x[perm], logp[perm]
 
-    def update(k, movers, logp_movers, others):
+    def update(carry, k):
+        """The first ``half`` particles move with the KDE of the rest, then go to the back: the next
+        update moves the other half (for odd ``m``, one particle sits out each sweep, in turn). One
+        half-update per scan step keeps one copy of the kernel fit in the compiled program."""
+        x, logp = carry
+        movers, logp_movers, others = x[:half], logp[:half], x[half:]
         k_kernel, k_draw, k_u = jax.random.split(k, 3)
-        n = movers.shape[0]
         uniform = jnp.full(others.shape[:1], -jnp.log(others.shape[0]), others.dtype)
         kern = kernel(k_kernel, others, uniform)
-        proposals = kernel_sample(k_draw, kern, uniform, n)
+        proposals = kernel_sample(k_draw, kern, uniform, half)
         logp_proposals = target.value(proposals, count, order)
         log_q = kernel_log_density(jnp.concatenate([proposals, movers]), kern, uniform)
-        log_ratio = logp_proposals - log_q[:n] - logp_movers + log_q[n:]
+        log_ratio = logp_proposals - log_q[:half] - logp_movers + log_q[half:]
         log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
-        accept = jnp.log(jax.random.uniform(k_u, (n,), movers.dtype)) < log_ratio
-        return (jnp.where(accept[:, None], proposals, movers), jnp.where(accept, logp_proposals, logp_movers),
+        accept = jnp.log(jax.random.uniform(k_u, (half,), movers.dtype)) < log_ratio
+        moved = jnp.where(accept[:, None], proposals, movers)
+        return ((jnp.concatenate([others, moved]), jnp.concatenate([logp[half:], jnp.where(accept, logp_proposals,
+                                                                                          logp_movers)])),
                 jnp.sum(accept))
 
-    def sweep(carry, k):
-        x, logp = carry
-        k_a, k_b = jax.random.split(k)
-        a, logp_a, accepted_a = update(k_a, x[:half], logp[:half], x[half:])
-        b, logp_b, accepted_b = update(k_b, x[half:], logp[half:], a)
-        return (jnp.concatenate([a, b]), jnp.concatenate([logp_a, logp_b])), (accepted_a + accepted_b) / m
-
-    (x, logp), rates = jax.lax.scan(sweep, (x, logp), jax.random.split(k_sweeps, sweeps))
-    return x, logp, jnp.mean(rates)
+    keys = jax.vmap(jax.random.split)(jax.random.split(k_sweeps, sweeps)).reshape(2 * sweeps)  # A's, B's, per sweep
+    (x, logp), accepted = jax.lax.scan(update, (x, logp), keys)
+    return x, logp, jnp.sum(accepted) / (2 * half * sweeps)
 
 
 def initial_step_size(dim: int) -> float:

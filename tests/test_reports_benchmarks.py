@@ -68,6 +68,16 @@ def test_sparse_gp_cost_benchmark_writes_its_table(tmp_path):
         assert f"| {label} |" in table and f"{row['x_cholesky']:.2f}" in table
     assert f"**{report['svi_over_gpjax']:.2f}×**" in table
 
+
+def test_pmd_profile_writes_its_table(tmp_path):
+    # the script broke when the default moves gained the independence sweeps (their kernel= was missing)
+    report, table = run_script("profile_pmd_default.py", tmp_path / "profile.json",
+                               "--rows", "1000", "--features", "3", "--particles", "32", "--batch", "100")
+    assert report["move_steps"] and report["full_round_s"] > 0 and report["rows_read"] > 2 * 1000
+    assert report["moves_s"] == pytest.approx(report["run_s"] - report["streaming_s"])
+    assert f"| compile the run's scan (streaming steps and moves) | {report['compile_s']:.3g} |" in table
+    assert f"of which the moves ({len(report['move_steps'])} rounds)" in table and "N = 1,000, d = 4" in table
+
 @pytest.mark.parametrize("render, report, expected", [
     (bench_report.logistic_cost,
      {"backend": "cpu", "cpus": 2, "batch": 100, "dim": 51, "N": 1000, "passes": 5, "steps_timed": 3,
