@@ -90,20 +90,24 @@ def table(report: dict) -> str:
     rows = report["times"]
     lines = [f"Wall time (s) to bring the posterior mean within {threshold} reference sd (coordinates' mean), "
              f"synthetic logistic regression, d = {report['dim']}, one run of benchmarks/bench_growing_n.py on "
-             f"{report['device']}; "
-             "[best error] where not reached; NUTS marked * is extrapolated (gradients to reach the threshold "
-             "at the largest timed N × the measured gradient time at this N; no compilation in it).", "",
-             "| method | " + " | ".join(f"N = {n:,}" for n in ns) + " | slope in log N |",
-             "|---|" + "---|" * (len(ns) + 1)]
-    for name, cells in rows.items():
-        text = []
-        for cell in cells:
-            if cell["seconds"] is not None:
-                text.append(f"{cell['seconds']:.1f}{'*' if cell.get('extrapolated') else ''}")
-            else:
-                text.append("failed" if cell["best"] is None or math.isnan(cell["best"]) else f"[{cell['best']:.3g}]")
-        fit = report["slopes"][name]
-        lines.append(f"| {name} | " + " | ".join(text) + f" | {'-' if fit is None else f'{fit:.2f}'} |")
+             f"{report['device']}; [best error] where not reached; NUTS marked * is extrapolated (gradients to reach "
+             "the threshold at the largest timed N × the measured gradient time at this N; no compilation in it). "
+             "Then the same without the compilation of the stepping programs (the jitted initialisations stay in)."]
+    for key in ("seconds", "without_compilation"):
+        lines += ["", f"| method{'' if key == 'seconds' else ' (without compilation)'} | "
+                  + " | ".join(f"N = {n:,}" for n in ns) + " | slope in log N |", "|---|" + "---|" * (len(ns) + 1)]
+        for name, cells in rows.items():
+            text = []
+            for cell in cells:
+                seconds = cell.get(key, math.nan)  # reports written before 2026-11-27 lack the second
+                if cell["seconds"] is None:
+                    text.append("failed" if cell["best"] is None or math.isnan(cell["best"]) else f"[{cell['best']:.3g}]")
+                elif math.isnan(seconds):
+                    text.append("not timed")
+                else:
+                    text.append(f"{seconds:.1f}{'*' if cell.get('extrapolated') else ''}")
+            fit = slope(ns, [c.get(key) for c in cells])
+            lines.append(f"| {name} | " + " | ".join(text) + f" | {'-' if fit is None else f'{fit:.2f}'} |")
     lines += ["", "NUTS full-data gradient (ms): " + ", ".join(
         f"N = {n:,}: {ms:.2f}" for n, ms in zip(ns, report["nuts_grad_ms"]))]
     return "\n".join(lines) + "\n"
@@ -151,14 +155,17 @@ def main(argv=None):
     for n, ms in zip(args.ns, grad_ms):
         for label in args.methods:
             reached, best, _ = summarise(curves[n][label], args.threshold)
-            times[label].append({"seconds": reached, "best": best})
+            times[label].append({"seconds": reached, "best": best,
+                                 "without_compilation": summarise(curves[n][label], args.threshold, False)[0]})
         if "nuts" in curves[n]:
             reached, best, _ = summarise(curves[n]["nuts"], args.threshold)
-            times["nuts"].append({"seconds": reached, "best": best, "extrapolated": False})
+            times["nuts"].append({"seconds": reached, "best": best, "extrapolated": False,
+                                  "without_compilation": summarise(curves[n]["nuts"], args.threshold, False)[0]})
         else:
             source = max((m for m in timed if m < n), default=None)
             grads = None if source is None else nuts_gradients_to(curves[source]["nuts"], source, args.threshold)
-            times["nuts"].append({"seconds": None if grads is None else grads * ms / 1e3, "best": math.nan,
+            seconds = None if grads is None else grads * ms / 1e3
+            times["nuts"].append({"seconds": seconds, "best": math.nan, "without_compilation": seconds,
                                   "extrapolated": True, "gradients": grads, "from_n": source})
     report = {"device": f"{jax.devices()[0].device_kind} ({jax.default_backend()})", "ns": args.ns,
               "dim": args.features + 1, "threshold": args.threshold, "config": args.config,

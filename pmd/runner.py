@@ -3,7 +3,11 @@
 It knows nothing about which method it drives (anything with the ``init``/``step``/``posterior``
 interface of :mod:`pmd.interface`) nor where results go (any object with ``log_metrics``). Steps
 between two evaluations run inside one jitted ``lax.scan``, so the Python loop costs one dispatch
-per evaluation, not per step. A progress bar on stderr counts the steps and estimates the time
+per evaluation, not per step. Each shape of that scan is compiled once, ahead of its first call and
+timed on its own: a run reports its stepping time with compilation included (``step_seconds``, the
+curve ``wall_time``) and the compilation alone (``compile_seconds``, the curve ``compile_time``), so
+that a cost table can give either (XLA compiles PMD's default for seconds on a CPU and for 15-25 s on
+a GPU, where its first pass at 10⁶ rows then runs in about a second: docs/findings.md, 2026-11-27). A progress bar on stderr counts the steps and estimates the time
 left (tqdm; ``TQDM_DISABLE=1`` silences it).
 """
 
@@ -51,6 +55,7 @@ class RunResult:
     eval_seconds: float
     num_steps: int
     info: dict[str, np.ndarray] = field(default_factory=dict)
+    compile_seconds: float = 0.0  # of step_seconds: compiling the steps' programs (module docstring)
 
 
 def _data_size(data: Any) -> int:
@@ -248,23 +253,48 @@ def run_batched(
 
 
 def stepper(method: InferenceMethod, batched: bool = False) -> Callable:
-    """The compiled ``advance(state, keys, idx, data) -> (state, infos)``: ``len(keys)`` steps of
-    ``method`` in one ``lax.scan``, step ``t`` with key ``keys[t]`` on the rows ``idx[t]`` of
+    """The compiled ``advance(state, keys, idx, data, active=None) -> (state, infos)``: ``len(keys)``
+    steps of ``method`` in one ``lax.scan``, step ``t`` with key ``keys[t]`` on the rows ``idx[t]`` of
     ``data`` (:func:`pmd.interface.take_step`, which also hands the whole ``data`` to a method that
     ``wants_data``). With ``batched`` the states, keys and indices carry a leading repetition axis
     (one ``vmap``) and the data are shared.
+
+    ``active`` (a boolean per step, shared by the repetitions) skips the steps where it is False: the
+    state passes through and their infos are zeros. The runner pads a short window (the last one
+    before an evaluation that does not divide the run) to its full length this way, so one program
+    serves every window: a second length was a second compilation of the whole step (measured on
+    kidiq at the posteriordb budget: windows of 20 and 14 steps, about 6 s each on a 2-core CPU).
 
     The data are an argument, never a closure: an array a jitted function closes over is a
     compile-time constant, serialised into the program and constant-folded by XLA (at H.3.2's
     463,715 × 90 rows: minutes of compilation and gigabytes of memory; the module docstring of
     :mod:`pmd.interface`). Drivers of the interface (the runner, the benchmarks) step through this."""
     def body(data, state, inputs):
-        k, idx = inputs
-        batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), data)
-        return take_step(method, k, state, batch, idx, data)
+        k, idx, *active = inputs
 
-    scan = lambda state, keys, idx, data: jax.lax.scan(partial(body, data), state, (keys, idx))  # noqa: E731
-    return jax.jit(jax.vmap(scan, in_axes=(0, 0, 0, None)) if batched else scan)
+        def go(state):
+            batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), data)
+            return take_step(method, k, state, batch, idx, data)
+
+        if not active:
+            return go(state)
+        info = jax.eval_shape(go, state)[1]
+        skip = lambda state: (state, jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info))  # noqa: E731
+        return jax.lax.cond(active[0], go, skip, state)
+
+    def scan(state, keys, idx, data, active=None):
+        inputs = (keys, idx) if active is None else (keys, idx, active)
+        return jax.lax.scan(partial(body, data), state, inputs)
+
+    return jax.jit(jax.vmap(scan, in_axes=(0, 0, 0, None, None)) if batched else scan)
+
+
+def _signature(args) -> tuple:
+    """What a compiled program is specialised to: the arguments' tree, and each leaf's shape, dtype
+    and weak type (a jitted function retraces when any of them changes; a compiled one refuses)."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return tree, tuple((np.shape(x), getattr(x, "dtype", type(x)), bool(getattr(x, "weak_type", False)))
+                       for x in leaves)
 
 
 def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, eval_every: int | None,
@@ -288,12 +318,18 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     at = (slice(None),) if batched else ()
 
     def window(a: int, b: int):
-        """Steps ``a`` to ``b``: full batches, or the last step alone on the tail (:func:`run_batches`)."""
-        return step_keys[(*at, slice(a, b))], (indices[(*at, slice(a, b))] if a < num_full else tails)
+        """Steps ``a`` to ``b``: full batches padded to the window length ``per_eval`` with skipped
+        steps (:func:`stepper`'s ``active``), or the last step alone on the tail (:func:`run_batches`)."""
+        if a >= num_full:
+            return step_keys[(*at, slice(a, b))], tails, np.ones(1, bool)
+        pad = np.minimum(np.arange(a, a + length), b - 1)  # skipped steps repeat the window's last
+        return step_keys[(*at, pad)], indices[(*at, pad)], np.arange(length) < b - a
 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
+    length = min(per_eval, num_full)  # every full-batch window's program length
     n = len(plans)
-    visited, done, step_seconds, eval_seconds = [0] * n, 0, 0.0, [0.0] * n
+    visited, done, step_seconds, compile_seconds, eval_seconds = [0] * n, 0, 0.0, 0.0, [0.0] * n
+    programs = {}  # argument signature -> compiled advance
     # a method that spent work before its first step (SVI's Laplace start) says so in start_work
     work = [dict(zip(WORK, map(float, getattr(method, "start_work", (0.0, 0.0))))) for _ in plans]
     curves: list[dict[str, list]] = [{} for _ in plans]
@@ -307,6 +343,7 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
         values.update(extra)
         values.update(work[i])
         values["wall_time"] = step_seconds / n
+        values["compile_time"] = compile_seconds / n
         eval_seconds[i] += time.perf_counter() - t0
         marks[i].append(visited[i])
         for name, value in values.items():
@@ -321,11 +358,17 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     while done < num_steps:
         k = min(per_eval - done % per_eval, num_full - done) if done < num_full else 1
         rows = k * batch_size if done < num_full else tail_rows
+        keys, idx, active = window(done, done + k)
+        args = (state, keys, idx, device_data, active)
         t0 = time.perf_counter()
-        state, info = advance(state, *window(done, done + k), device_data)
+        signature = _signature(args)
+        if signature not in programs:
+            programs[signature] = advance.lower(*args).compile()
+            compile_seconds += time.perf_counter() - t0
+        state, info = programs[signature](*args)
         jax.block_until_ready(state)
         step_seconds += time.perf_counter() - t0
-        info = jax.tree_util.tree_map(np.asarray, info)
+        info = jax.tree_util.tree_map(lambda a: np.asarray(a)[(*at, slice(0, k))], info)  # the active steps
         done += k
         progress.update(k)
         for i in range(n):
@@ -346,5 +389,5 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
         results.append(RunResult(state=final, posterior=method.posterior(final), visited=np.asarray(marks[i]),
                                  curves={name: np.asarray(v) for name, v in curves[i].items()},
                                  step_seconds=step_seconds / n, eval_seconds=eval_seconds[i], num_steps=num_steps,
-                                 info=trace))
+                                 info=trace, compile_seconds=compile_seconds / n))
     return results

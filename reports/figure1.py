@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method  # noqa: E402
+from .resultfiles import atomic_path, curve_stats, load_npz, runs_by_method, shared_curves  # noqa: E402
 from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
 
 PMD_LABEL = "pmd"
@@ -77,7 +77,7 @@ def summarize(runs_by: dict, floors: dict, axes: list[np.ndarray] | None = None)
     the mixture's grid ``axes``) each method's mass on ``θ1 > 0`` per run."""
     out = {"floor": floors, "methods": {}}
     for label, runs in runs_by.items():
-        metrics = sorted(k[len("curve/"):] for k in runs[0][0] if k.startswith("curve/"))
+        metrics = shared_curves(runs)
         finals = {m: np.array([a[f"curve/{m}"][-1] for a, _ in runs]) for m in metrics}
         out["methods"][label] = {m: {"mean": float(v.mean()), "std": float(v.std()), "runs": len(v)}
                                  for m, v in finals.items()}

@@ -42,6 +42,13 @@ def runs_by_group(paths: list[str | Path], key: str) -> dict[str, dict[str, list
     return {group: runs_by_method(files) for group, files in groups.items()}
 
 
+def shared_curves(runs: list) -> list[str]:
+    """The metrics whose curve (``curve/<metric>``) every run holds, sorted: runs written before a
+    curve was recorded (``compile_time``, 2026-11-27) sit beside newer ones in one summary."""
+    names = [{k[len("curve/"):] for k in arrays if k.startswith("curve/")} for arrays, _ in runs]
+    return sorted(set.intersection(*names)) if names else []
+
+
 def curve_stats(runs: list[tuple[dict, dict]], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(visited, mean, std)`` of ``curve/<metric>`` over runs (truncated to the shortest run)."""
     n = min(len(a["visited"]) for a, _ in runs)

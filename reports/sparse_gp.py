@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
-                          runs_by_group)
+                          runs_by_group, shared_curves)
 from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
 from .table_logistic import _pm  # noqa: E402  (mean ± sd over seeds, as the logistic table writes it)
 
@@ -160,8 +160,7 @@ def render(truth_files: list[str | Path], run_files: list[str | Path], out: str 
     with atomic_path(out) as tmp:
         tmp.write_text(text)
     figure(groups, figure_out)
-    summary = {problem: {label: {m[len("curve/"):]: float(np.mean(_final(runs, m[len("curve/"):])))
-                                 for m in runs[0][0] if m.startswith("curve/")}
+    summary = {problem: {label: {m: float(np.mean(_final(runs, m))) for m in shared_curves(runs)}
                          for label, runs in runs_by.items()} for problem, (_, runs_by) in groups.items()}
     with atomic_path(Path(figure_out).with_suffix(".json")) as tmp:
         tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))

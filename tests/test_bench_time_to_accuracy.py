@@ -26,3 +26,32 @@ def test_time_to_accuracy_is_where_the_threshold_is_reached_and_kept():
     assert bench.summarise(nan_end, 0.5)[0] is None  # a run that ends on a failed score did not keep it
     assert bench.summarise({"error": "diverged"}, 0.5)[0] is None
     assert bench.first_kept({"mean_error": [0.6, 0.4, 0.7, 0.3]}, 0.5) == 3
+
+
+def test_time_to_accuracy_without_compilation_subtracts_the_compilation_spent_by_then():
+    """The clock less the compilation spent up to the kept evaluation, not the run's whole compilation
+    (a program compiled later, after the threshold was reached, does not count there); a curve that
+    did not time its compilation has no such time."""
+    curve = {"mean_error": [2.0, 0.4, 0.3, 0.2], "wall_time": [1.0, 9.0, 9.5, 16.0],
+             "compile_time": [0.0, 7.0, 7.0, 13.0]}
+    assert bench.summarise(curve, 0.5)[0] == 9.0
+    assert bench.summarise(curve, 0.5, compilation=False)[0] == 2.0
+    untimed = {k: v for k, v in curve.items() if k != "compile_time"}
+    assert math.isnan(bench.summarise(untimed, 0.5, compilation=False)[0])
+    table = bench.table({"p": {"pmd": curve, "nuts": untimed}}, 0.5)
+    assert "| pmd | 9.0 |" in table and "| pmd | 2.0 |" in table and "| nuts | not timed |" in table
+
+
+def test_growing_n_table_gives_both_times_and_marks_reports_without_the_second(monkeypatch):
+    """``bench_growing_n.py``'s table: with compilation, then without; a report written before the
+    runner timed compilation says "not timed" there instead of passing for a run that never reached."""
+    from bench_helpers import BENCHMARKS
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    growing = load_benchmark("bench_growing_n")
+    cell = {"seconds": 17.0, "best": 0.03, "without_compilation": 2.5}
+    report = {"ns": [10, 100], "dim": 3, "threshold": 0.5, "device": "cpu (cpu)", "nuts_grad_ms": [0.1, 0.2],
+              "times": {"pmd": [cell, {**cell, "seconds": 20.0, "without_compilation": 3.0}],
+                        "old": [{"seconds": 5.0, "best": 0.1}, {"seconds": None, "best": 0.7}]}}
+    text = growing.table(report)
+    assert "| pmd | 17.0 | 20.0 |" in text and "| pmd | 2.5 | 3.0 |" in text
+    assert "| old | 5.0 | [0.7] |" in text and "| old | not timed | [0.7] |" in text

@@ -38,7 +38,7 @@ def _compare(single, batched, rtol, atol):
     for one, many in zip(single, batched):
         np.testing.assert_array_equal(one.visited, many.visited)
         assert one.num_steps == many.num_steps and set(one.curves) == set(many.curves)
-        for metric in set(one.curves) - {"wall_time"}:
+        for metric in set(one.curves) - {"wall_time", "compile_time"}:  # the clocks differ
             np.testing.assert_allclose(many.curves[metric], one.curves[metric], rtol=rtol, atol=atol, err_msg=metric)
         np.testing.assert_allclose(many.posterior.mean(), one.posterior.mean(), rtol=rtol, atol=atol)
     assert not np.allclose(batched[0].posterior.mean(), batched[1].posterior.mean())  # different runs, not copies

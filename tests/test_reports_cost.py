@@ -172,3 +172,15 @@ def test_after_tuning_each_method_is_ranked_once_at_its_tuned_row(tmp_path):
     # every row ranked: pmd_tuned and svi reach at 20, pmd and svi_tuned at 30
     assert "PMD (`pmd`) ranks **3-4 of 4**" in text and "level with `svi_tuned`" in text
     assert "PMD at `pmd_tuned`): PMD ranks **1 of 2**" in text and "ahead of every other method" in text
+
+
+def test_a_summary_reads_runs_written_before_and_after_a_new_curve():
+    """Run files written before the runner recorded ``compile_time`` (2026-11-27) sit beside newer
+    ones when only some seeds are rerun: the mixture summary keeps the curves every run holds (it
+    read the first run's curves and failed on the next with a KeyError)."""
+    from pmd_bench.reports.figure1 import summarize
+    old = {"visited": np.array([0, 10]), "curve/tv": np.array([0.9, 0.4]), "curve/wall_time": np.array([0.0, 1.0])}
+    new = {**old, "curve/compile_time": np.array([0.0, 0.5]), "curve/tv": np.array([0.8, 0.2])}
+    summary = summarize({"pmd": [(new, {}), (old, {})]}, floors={})
+    assert set(summary["methods"]["pmd"]) == {"tv", "wall_time"}
+    assert summary["methods"]["pmd"]["tv"]["mean"] == pytest.approx(0.3)
