@@ -20,20 +20,27 @@ and ``<out>.md`` (the table).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+# --xla-flags=... must reach XLA_FLAGS before JAX starts its backend, which the imports below do
+for _arg in sys.argv[1:]:
+    if _arg.startswith("--xla-flags="):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_arg.split('=', 1)[1]}".strip()
 
-from bench_batched_logistic import synthetic
-from pmd import PMD
-from pmd.models.logistic import BayesianLogisticRegression
-from pmd.rejuvenation import LogTarget
-from pmd.runner import run_batches, stepper
-from pmd_bench.datasets.atomic import atomic_path
-from pmd_bench.workflow.results import save_json
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench_batched_logistic import synthetic  # noqa: E402
+from pmd import PMD  # noqa: E402
+from pmd.models.logistic import BayesianLogisticRegression  # noqa: E402
+from pmd.rejuvenation import LogTarget  # noqa: E402
+from pmd.runner import run_batches, stepper  # noqa: E402
+from pmd_bench.datasets.atomic import atomic_path  # noqa: E402
+from pmd_bench.workflow.results import save_json  # noqa: E402
 
 
 def timed(call):
@@ -68,7 +75,8 @@ def table(report: dict) -> str:
             ("execute one round of the moves on all N rows", report["full_round_s"]),
             ("one full-data value and gradient for all particles", report["full_value_and_grad_read_s"])]
     head = (f"The default PMD on synthetic logistic regression, N = {report['rows']:,}, d = {report['dim']}, "
-            f"m = {report['particles']}, batch {report['batch']}, on {report['device']} "
+            f"m = {report['particles']}, batch {report['batch']}, on {report['device']}"
+            f"{' with XLA_FLAGS ' + report['xla_flags'] if report.get('xla_flags') else ''} "
             f"(benchmarks/profile_pmd_default.py; one process, each part timed once after its compilation). "
             f"Rows read: {report['rows_read']:,}; per-row likelihood gradients: {report['grad_evals']:.3g}.")
     lines = [head, "", "| part | seconds |", "|---|---|"] + [f"| {name} | {sec:.3g} |" for name, sec in rows]
@@ -81,6 +89,9 @@ def main(argv=None):
                           ("--passes", 2.0)):
         parser.add_argument(flag, type=type(default), default=default)
     parser.add_argument("--out", default=None, help="write <out>.json and <out>.md")
+    parser.add_argument("--xla-flags", default="", help="appended to XLA_FLAGS before JAX starts its backend; give "
+                        "it as --xla-flags=... (e.g. --xla-flags=--xla_gpu_autotune_level=0: how much of the GPU's "
+                        "compilation is autotuning)")
     args = parser.parse_args(argv)
     data = synthetic(args.rows, args.features)
     model = BayesianLogisticRegression(dim=args.features + 1).model()
@@ -101,7 +112,8 @@ def main(argv=None):
     _, read_s = timed(lambda: grad_fn(thetas))
     visited = np.asarray(info["visited"])
     report = {
-        "device": f"{jax.devices()[0].device_kind} ({jax.default_backend()})", "rows": args.rows, "dim": args.features + 1, "particles": args.particles, "batch": args.batch,
+        "device": f"{jax.devices()[0].device_kind} ({jax.default_backend()})", "xla_flags": args.xla_flags,
+        "rows": args.rows, "dim": args.features + 1, "particles": args.particles, "batch": args.batch,
         "passes": args.passes, "compile_s": compile_s, "run_s": run_s, "streaming_compile_s": stream_compile_s,
         "streaming_s": stream_s, "moves_s": run_s - stream_s, "move_steps": moved.tolist(),
         "rows_read": int(visited.sum()), "grad_evals": float(np.sum(np.asarray(info["grad_evals"]), dtype=np.float64)),

@@ -247,7 +247,11 @@ class PMD:
 
     # -- the interface -------------------------------------------------------------------------
     def init(self, key: Array) -> PMDState:
-        """``q̃_1 = p`` (Algorithm 1, line 3): ``m`` prior draws, equally weighted."""
+        """``q̃_1 = p`` (Algorithm 1, line 3): ``m`` prior draws, equally weighted. The robust variant
+        draws from the prior and fits its first kernel at its first redraw, so its initial state
+        holds the whole cloud's one-cluster kernel, reported (``info["bandwidth"]``) until then and
+        never drawn from: the per-mode fit's k-means would add 1-2 s of compilation on a 2-core CPU
+        to every new object (docs/findings.md, 2026-11-27)."""
         return self._init(key)
 
     def _initial_state(self, key: Array) -> PMDState:
@@ -261,7 +265,7 @@ class PMD:
             positions=positions,
             log_weights=log_w,
             base=jnp.zeros((m,), positions.dtype),
-            kernel=self._kernel(k_kernel, positions, log_w, 1.0),
+            kernel=self._kernel(k_kernel, positions, log_w, 1.0, cluster=self.variant != "robust"),
             step=jnp.asarray(0, jnp.int32),
             clock=zero,
             exponent=zero,
@@ -317,9 +321,9 @@ class PMD:
         return ParticlePosterior(state.positions, state.log_weights)
 
     # -- shared pieces -------------------------------------------------------------------------
-    def _kernel(self, key: Array, positions: Array, log_w: Array, gamma) -> Kernel:
+    def _kernel(self, key: Array, positions: Array, log_w: Array, gamma, cluster: bool = True) -> Kernel:
         if isinstance(self.bandwidth, LocalShrinkage):
-            return self.bandwidth(key, positions, log_w)
+            return self.bandwidth(key, positions, log_w, cluster)
         return Kernel.shared(positions, self.bandwidth(positions, log_w, gamma))
 
     def _draw(self, key: Array, kernel: Kernel, log_w: Array, count) -> tuple[Array, Array, Array]:

@@ -145,11 +145,15 @@ class LocalShrinkage:
     h2: float | None = None
     neighbours: float | None = None
 
-    def __call__(self, key: Array, positions: Array, log_weights: Array) -> Kernel:
+    def __call__(self, key: Array, positions: Array, log_weights: Array, cluster: bool = True) -> Kernel:
+        """The kernel; without ``cluster``, every particle in cluster 0 (Liu and West's one kernel) in
+        the same ``K``-slot structure, the other slots empty: what the robust variant's initial
+        state holds, where the kernel is only reported until the first redraw fits its own
+        (:meth:`pmd.PMD.init`), without compiling the k-means."""
         d, k = positions.shape[1], self.clusters
         log_w = normalize(log_weights)
         labels = jnp.zeros(positions.shape[:1], jnp.int32)
-        if k > 1:
+        if k > 1 and cluster:
             labels = weighted_kmeans(key, positions, log_w, k)
             mass, means, covs, _ = cluster_moments(positions, log_w, labels, k)
             labels = merge_unseparated(labels, means, covs, mass, self.separation)

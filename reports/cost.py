@@ -2,10 +2,12 @@
 experiment's accuracy criterion, from result files, as a Markdown table and a figure.
 
 Every run file holds its curves ``curve/<metric>`` at each evaluation and, at each, the cost spent
-so far in three measures (:data:`COSTS`): ``visited`` (data points read), ``wall_time`` (seconds of
-stepping, compilation included, evaluation excluded) and ``work`` (``curve/evals`` +
+so far in the measures of :data:`COSTS`: ``visited`` (data points read), ``wall_time`` (seconds of
+stepping, compilation included, evaluation excluded), ``work`` (``curve/evals`` +
 ``curve/grad_evals``: likelihood-term evaluations plus their gradients, :data:`pmd.runner.WORK`;
-NaN for a method that does not count them, and for run files written before it was counted).
+NaN for a method that does not count them, and for run files written before it was counted) and
+``stepping`` (``wall_time`` less ``curve/compile_time``, the runner's compilation: NaN for run files
+written before 2026-11-27). A table and a figure show the measures some run counts.
 
 * Cost to threshold (:func:`cost_to_threshold`): per run, the cost at the first evaluation from
   which the criterion (:data:`THRESHOLDS`) holds at EVERY later evaluation to the run's end (reached
@@ -56,6 +58,7 @@ COSTS = {
     "visited": "data points visited",
     "wall_time": "stepping seconds (compilation included, evaluation excluded)",
     "work": "likelihood-term evaluations + gradients (evals + grad_evals)",
+    "stepping": "stepping seconds without compilation (wall_time less compile_time)",
 }
 
 Runs = list[tuple[dict, dict]]
@@ -164,6 +167,8 @@ def cost_curve(arrays: dict, cost: str) -> np.ndarray:
         return arrays.get("curve/wall_time", missing)
     if cost == "work":
         return sum(arrays.get(f"curve/{name}", missing) for name in WORK)
+    if cost == "stepping":
+        return arrays.get("curve/wall_time", missing) - arrays.get("curve/compile_time", missing)
     raise ValueError(f"unknown cost measure {cost!r}: one of {', '.join(COSTS)}")
 
 
@@ -247,7 +252,7 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
             "every later evaluation to the run's end (no interpolation between evaluations); — = not reached "
             "(or not kept) within the run's budget. Median over all "
             "seeds, a seed that did not reach counted as infinite. Costs: "
-            + "; ".join(f"{c}: {w}" for c, w in COSTS.items()) + ".", ""]
+            + "; ".join(f"{c}: {COSTS[c]}" for c in reach[targets[0]]) + ".", ""]
     if len(targets) == 1:
         (target,) = targets
         costs = list(reach[target])

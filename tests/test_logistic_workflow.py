@@ -145,7 +145,7 @@ def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(workspac
     assert set(b1) == set(s1) and set(bmeta) - set(smeta) == {"batched"} and bmeta["batched"] == 2
     assert bmeta["seed"] == 1 and bmeta["params"] == smeta["params"]
     for name in s1:
-        if name != "curve/wall_time":
+        if name not in ("curve/wall_time", "curve/compile_time"):  # the clocks differ
             np.testing.assert_allclose(b1[name], s1[name], rtol=1e-4, atol=1e-6, err_msg=name)
     assert not np.allclose(load_npz(outs[0])[0]["curve/mean_error"], b1["curve/mean_error"])
     client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])

@@ -71,8 +71,12 @@ def test_sparse_gp_cost_benchmark_writes_its_table(tmp_path):
 
 def test_pmd_profile_writes_its_table(tmp_path):
     # the script broke when the default moves gained the independence sweeps (their kernel= was missing)
+    # --xla-flags reach XLA before JAX starts its backend: the dump of one small program appears
+    flags = f"--xla_dump_to={tmp_path / 'dump'} --xla_dump_hlo_module_re=.*initial_state.*"
     report, table = run_script("profile_pmd_default.py", tmp_path / "profile.json",
-                               "--rows", "1000", "--features", "3", "--particles", "32", "--batch", "100")
+                               "--rows", "1000", "--features", "3", "--particles", "32", "--batch", "100",
+                               f"--xla-flags={flags}")
+    assert any((tmp_path / "dump").iterdir()) and report["xla_flags"] == flags
     assert report["move_steps"] and report["full_round_s"] > 0 and report["rows_read"] > 2 * 1000
     assert report["moves_s"] == pytest.approx(report["run_s"] - report["streaming_s"])
     assert f"| compile the run's scan (streaming steps and moves) | {report['compile_s']:.3g} |" in table

@@ -184,3 +184,13 @@ def test_a_summary_reads_runs_written_before_and_after_a_new_curve():
     summary = summarize({"pmd": [(new, {}), (old, {})]}, floors={})
     assert set(summary["methods"]["pmd"]) == {"tv", "wall_time"}
     assert summary["methods"]["pmd"]["tv"]["mean"] == pytest.approx(0.3)
+
+
+def test_stepping_is_the_wall_time_less_the_compilation_and_only_where_a_run_timed_it():
+    timed = run({"tv": [1.0, 0.6, 0.4, 0.4, 0.4]}, wall=(0.0, 6.0, 6.5, 7.0, 7.5))
+    timed["curve/compile_time"] = np.array([0.0, 5.5, 5.5, 5.5, 5.5])
+    runs = {"pmd": [(timed, {})]}
+    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "wall_time")["pmd"].costs == (6.5,)
+    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "stepping")["pmd"].costs == (pytest.approx(1.0),)
+    older = run({"tv": [1.0, 0.6, 0.4, 0.4, 0.4]})  # written before the runner timed compilation
+    assert not any(cost._counted([(older, {})], "stepping")) and all(cost._counted([(timed, {})], "stepping"))

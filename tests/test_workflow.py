@@ -113,7 +113,7 @@ def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(tmp_path
     assert set(batched) == set(single) and set(bmeta) - set(smeta) == {"batched"} and bmeta["batched"] == 2
     assert bmeta["seed"] == 1 and bmeta["params"] == smeta["params"]
     for name in single:
-        if name != "curve/wall_time":
+        if name not in ("curve/wall_time", "curve/compile_time"):  # the clocks differ
             np.testing.assert_allclose(batched[name], single[name], rtol=1e-4, atol=1e-6, err_msg=name)
     assert not np.allclose(load_npz(runs / "b0.npz")[0]["curve/tv"], batched["curve/tv"])
     client = MlflowClient(store)
