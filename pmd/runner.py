@@ -6,8 +6,9 @@ between two evaluations run inside one jitted ``lax.scan``, so the Python loop c
 per evaluation, not per step. Each shape of that scan is compiled once, ahead of its first call and
 timed on its own: a run reports its stepping time with compilation included (``step_seconds``, the
 curve ``wall_time``) and the compilation alone (``compile_seconds``, the curve ``compile_time``), so
-that a cost table can give either (XLA compiles PMD's default for seconds on a CPU and for 15-25 s on
-a GPU, where its first pass at 10⁶ rows then runs in about a second: docs/findings.md, 2026-11-27). A progress bar on stderr counts the steps and estimates the time
+that a cost table can give either (XLA compiles PMD's default for seconds on a CPU and for 15-25 s
+on a GPU, where its first pass at 10⁶ rows then runs in about a second: docs/findings.md,
+2026-11-27). A progress bar on stderr counts the steps and estimates the time
 left (tqdm; ``TQDM_DISABLE=1`` silences it).
 """
 

@@ -1,0 +1,30 @@
+"""The runner compiles one program per run and times it apart (issue 35, cost): a last window shorter
+than the others runs through the same program with its missing steps skipped, and the iterates are
+those of one uninterrupted scan."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+import pmd
+from pmd.models.conjugate import ConjugateGaussian
+
+PROB = ConjugateGaussian(dim=2)
+_, DATA = PROB.simulate(seed=0, n=200)
+
+
+def test_a_short_last_window_reuses_the_program_and_changes_no_iterate():
+    """20 steps evaluated every 7 (windows of 7, 7 and 6): the compilation clock moves once (a second
+    window length was a second program), it is part of the stepping clock, and the final particles
+    equal those of one 20-step scan with the same keys."""
+    method = pmd.PMD(PROB.model(), data_size=200, num_particles=50, rejuvenate=None)
+    settings = {"batch_size": 10, "num_passes": 1.0, "key": jax.random.key(3)}
+    windows = pmd.run(method, DATA, eval_every=70, evaluate=lambda p, k: {}, **settings)
+    whole = pmd.run(method, DATA, **settings)
+    compile_time = windows.curves["compile_time"]
+    assert len(compile_time) == 4 and np.count_nonzero(np.diff(compile_time)) == 1
+    assert 0 < windows.compile_seconds == compile_time[-1] <= windows.step_seconds
+    assert len(windows.info["ess"]) == 20  # the skipped steps' infos are dropped
+    np.testing.assert_allclose(windows.state.positions, whole.state.positions, rtol=1e-6)
+    np.testing.assert_allclose(windows.state.log_weights, whole.state.log_weights, rtol=1e-5, atol=1e-6)
