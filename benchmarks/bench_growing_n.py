@@ -47,8 +47,8 @@ import numpy as np
 import yaml
 
 from bench_batched_logistic import synthetic
-from bench_time_to_accuracy import (Unconstrained, add_timing_arguments, first_kept, nuts_logdensity, summarise,
-                                    time_method, time_nuts)
+from bench_time_to_accuracy import (Unconstrained, add_timing_arguments, cell_text, first_kept, nuts_logdensity,
+                                    summarise, time_method, time_nuts)
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.sample_metrics import SampleReference
 from pmd_bench.baselines._common import laplace_approximation
@@ -97,15 +97,9 @@ def table(report: dict) -> str:
         lines += ["", f"| method{'' if key == 'seconds' else ' (without compilation)'} | "
                   + " | ".join(f"N = {n:,}" for n in ns) + " | slope in log N |", "|---|" + "---|" * (len(ns) + 1)]
         for name, cells in rows.items():
-            text = []
-            for cell in cells:
-                seconds = cell.get(key, math.nan)  # reports written before 2026-11-27 lack the second
-                if cell["seconds"] is None:
-                    text.append("failed" if cell["best"] is None or math.isnan(cell["best"]) else f"[{cell['best']:.3g}]")
-                elif math.isnan(seconds):
-                    text.append("not timed")
-                else:
-                    text.append(f"{seconds:.1f}{'*' if cell.get('extrapolated') else ''}")
+            # not reached: the best error in both tables; reports written before 2026-11-27 lack the second time
+            text = [cell_text(None if c["seconds"] is None else c.get(key, math.nan), c["best"], c.get("extrapolated"))
+                    for c in cells]
             fit = slope(ns, [c.get(key) for c in cells])
             lines.append(f"| {name} | " + " | ".join(text) + f" | {'-' if fit is None else f'{fit:.2f}'} |")
     lines += ["", "NUTS full-data gradient (ms): " + ", ".join(
@@ -171,7 +165,6 @@ def main(argv=None):
               "dim": args.features + 1, "threshold": args.threshold, "config": args.config,
               "reference": "Laplace approximation (baselines._common.laplace_approximation)",
               "nuts_grad_ms": grad_ms, "times": times,
-              "slopes": {label: slope(args.ns, [c["seconds"] for c in cells]) for label, cells in times.items()},
               "curves": {str(n): c for n, c in curves.items()}}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

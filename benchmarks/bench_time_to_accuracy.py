@@ -194,6 +194,15 @@ def summarise(curve, threshold, compilation: bool = True):
     return seconds, best, float(err[-1])
 
 
+def cell_text(seconds: float | None, best: float | None, extrapolated: bool = False) -> str:
+    """A table cell: the seconds to the threshold (``*``: extrapolated), ``[best error]`` where it was
+    not reached, "failed" where nothing was scored, "not timed" where the seconds are NaN (a
+    curve that did not time its compilation, in the table without it)."""
+    if seconds is None:
+        return "failed" if best is None or math.isnan(best) else f"[{best:.3g}]"
+    return "not timed" if math.isnan(seconds) else f"{seconds:.1f}{'*' if extrapolated else ''}"
+
+
 def table(results, threshold):
     """Two tables of the seconds to the threshold: with compilation, then without it."""
     names = list(next(iter(results.values())))
@@ -208,9 +217,7 @@ def table(results, threshold):
             cells = []
             for problem in results:
                 reached, best, _ = summarise(results[problem][name], threshold, compilation)
-                cells.append("failed" if math.isnan(best) and reached is None else
-                             "not timed" if reached is not None and math.isnan(reached) else
-                             f"{reached:.1f}" if reached is not None else f"[{best:.3g}]")
+                cells.append(cell_text(reached, best))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
