@@ -13,9 +13,9 @@ Methods, all in this one process, on the same data and reference:
 * the config's posteriordb entries ``--methods`` (default ``pmd``, ``blackjax_tempered_smc``, ``sgld``,
   ``svi``: the library's default PMD, BlackJAX's adaptive tempered SMC, SGLD and full-rank SVI), each
   under the posteriordb budget rule (:func:`workflow.experiments.posteriordb.budget`: 100 steps a
-  pass, 5 passes) and scored ``--evals-per-pass`` times a pass, the clock the method's building and
-  initialisation (SVI's and SGLD's Laplace start) plus the runner's stepping time (compilation
-  included, scoring excluded): :func:`bench_time_to_accuracy.time_method`;
+  pass, 5 passes) and scored ``--evals-per-pass`` times a pass, the clock the method's building
+  (SVI's and SGLD's Laplace start) plus the runner's time from the init to the last step
+  (compilation included, scoring excluded): :func:`bench_time_to_accuracy.time_method`;
 * BlackJAX NUTS with window adaptation (:func:`bench_time_to_accuracy.time_nuts`: ``--nuts-warmup``
   + ``--nuts-draws`` iterations, warm-up and compilation on the clock) at every ``N`` up to
   ``--nuts-max-n``; above it **extrapolated**: the full-data gradients NUTS needed to reach the
@@ -92,7 +92,8 @@ def table(report: dict) -> str:
              f"synthetic logistic regression, d = {report['dim']}, one run of benchmarks/bench_growing_n.py on "
              f"{report['device']}; [best error] where not reached; NUTS marked * is extrapolated (gradients to reach "
              "the threshold at the largest timed N × the measured gradient time at this N; no compilation in it). "
-             "Then the same without the compilation of the stepping programs (the jitted initialisations stay in)."]
+             "Then the same without the compilation of the init's and the stepping programs (what a method compiles "
+             "while it is built, the Laplace starts, stays in)."]
     for key in ("seconds", "without_compilation"):
         lines += ["", f"| method{'' if key == 'seconds' else ' (without compilation)'} | "
                   + " | ".join(f"N = {n:,}" for n in ns) + " | slope in log N |", "|---|" + "---|" * (len(ns) + 1)]

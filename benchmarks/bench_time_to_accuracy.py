@@ -12,14 +12,14 @@ Problems:
 Every method runs under the posteriordb experiment's budget rule and method entries
 (:func:`workflow.experiments.posteriordb.budget`, the config's ``posteriordb`` section): the same
 steps and batches for every method, nothing tuned per problem. The posterior is scored every
-``--evals-per-pass``-th of a pass; the clock is the method's building and initialisation (SVI's and
-SGLD's Laplace start, PMD's first kernel) plus the runner's stepping time (compilation included,
-scoring excluded). NUTS is BlackJAX's (``--nuts-warmup`` steps of window adaptation, then draws
-scored in chunks of ``--nuts-chunk``, one chain from a prior draw), its clock including warm-up.
-Each curve also carries ``compile_time``, the compilation of the stepping programs so far (the
-runner's ``compile_time``; NUTS's warm-up and chunk programs, compiled ahead and timed apart), and
-the table is given twice: with compilation, and without it (the clock less ``compile_time``; the
-jitted initialisations stay in, their compilation not separated).
+``--evals-per-pass``-th of a pass; the clock is the method's building (SVI's and SGLD's Laplace
+start) plus the runner's time from the init to the last step (compilation included, scoring
+excluded). NUTS is BlackJAX's (``--nuts-warmup`` steps of window adaptation, then draws scored in
+chunks of ``--nuts-chunk``, one chain from a prior draw), its clock including warm-up. Each curve
+also carries ``compile_time``, the compilation so far (the runner's ``compile_time``: the init's
+program and the steps'; NUTS's warm-up and chunk programs, compiled ahead and timed apart), and
+the table is given twice: with compilation, and without it (the clock less ``compile_time``; what a
+method compiles while it is built, the Laplace starts, stays in).
 
 The error is ``mean_error`` of :class:`pmd.sample_metrics.SampleReference`: the coordinates' mean
 absolute error of the posterior mean in reference standard deviations. The time to accuracy is the
@@ -105,7 +105,7 @@ def time_method(label, spec, section, problem, reference, args):
         total = time.perf_counter() - t0
     except Exception as err:  # noqa: BLE001 (a failure is a result)
         return {"error": f"{type(err).__name__}: {err}"}
-    start = total - result.step_seconds - result.eval_seconds  # building and init: SVI's Laplace start, PMD's init
+    start = total - result.step_seconds - result.eval_seconds  # building: SVI's and SGLD's Laplace start
     return {"wall_time": (start + result.curves["wall_time"]).tolist(), "visited": result.visited.tolist(),
             "mean_error": result.curves["mean_error"].tolist(), "start_seconds": start,
             "compile_time": result.curves["compile_time"].tolist()}
@@ -208,8 +208,8 @@ def table(results, threshold):
     names = list(next(iter(results.values())))
     lines = [f"Wall time (s) to bring the posterior mean within {threshold} reference sd (coordinates' mean), "
              "one run of benchmarks/bench_time_to_accuracy.py; in brackets: not reached, best error. "
-             "First with the compilation of the stepping programs, then without it (the jitted "
-             "initialisations stay in).", ""]
+             "First with the compilation of the init's and the stepping programs, then without it (what a "
+             "method compiles while it is built, the Laplace starts, stays in).", ""]
     for compilation in (True, False):
         lines += [f"| method ({'with' if compilation else 'without'} compilation) | " + " | ".join(results) + " |",
                   "|---|" + "---|" * len(results)]

@@ -4,11 +4,13 @@ It knows nothing about which method it drives (anything with the ``init``/``step
 interface of :mod:`pmd.interface`) nor where results go (any object with ``log_metrics``). Steps
 between two evaluations run inside one jitted ``lax.scan``, so the Python loop costs one dispatch
 per evaluation, not per step. Each shape of that scan is compiled once, ahead of its first call and
-timed on its own: a run reports its stepping time with compilation included (``step_seconds``, the
-curve ``wall_time``) and the compilation alone (``compile_seconds``, the curve ``compile_time``), so
-that a cost table can give either (XLA compiles PMD's default for seconds on a CPU and for 15-25 s
-on a GPU, where its first pass at 10⁶ rows then runs in about a second: docs/findings.md,
-2026-11-27). A progress bar on stderr counts the steps and estimates the time
+timed on its own; what the method's ``init`` compiles is timed from JAX's compilation events
+(:func:`compilation_seconds`). A run reports its time from the init to the last step with
+compilation included (``step_seconds``, the curve ``wall_time``; of it, ``init_seconds`` the init)
+and the compilation alone (``compile_seconds``, the curve ``compile_time``: the init's and the
+steps'), so that a cost table can give either (XLA compiles PMD's default for seconds on a CPU and
+for 15-25 s on a GPU, where its first pass at 10⁶ rows then runs in about a second:
+docs/findings.md, 2026-11-27). A progress bar on stderr counts the steps and estimates the time
 left (tqdm; ``TQDM_DISABLE=1`` silences it).
 """
 
@@ -16,9 +18,10 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -56,7 +59,8 @@ class RunResult:
     eval_seconds: float
     num_steps: int
     info: dict[str, np.ndarray] = field(default_factory=dict)
-    compile_seconds: float = 0.0  # of step_seconds: compiling the steps' programs (module docstring)
+    compile_seconds: float = 0.0  # of step_seconds: compiling the init's and the steps' programs (module docstring)
+    init_seconds: float = 0.0  # of step_seconds: the init, its compilation included
 
 
 def _data_size(data: Any) -> int:
@@ -290,6 +294,29 @@ def stepper(method: InferenceMethod, batched: bool = False) -> Callable:
     return jax.jit(jax.vmap(scan, in_axes=(0, 0, 0, None, None)) if batched else scan)
 
 
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "/jax/core/compile/backend_compile_duration")
+"""JAX's monitoring events of one compilation: tracing to a jaxpr, lowering it, XLA's compile."""
+
+
+@contextmanager
+def compilation_seconds() -> Iterator[Callable[[], float]]:
+    """``with compilation_seconds() as compiling: ...``; ``compiling()``: the seconds JAX spent compiling
+    inside the block (the durations of :data:`COMPILE_EVENTS` it reported there), for code that
+    compiles as it goes rather than ahead (a method's ``init``: jitted, or op by op)."""
+    total = [0.0]
+
+    def listen(event: str, duration: float, **_):
+        if event in COMPILE_EVENTS:
+            total[0] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield lambda: total[0]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
 def _signature(args) -> tuple:
     """What a compiled program is specialised to: the arguments' tree, and each leaf's shape, dtype
     and weak type (a jitted function retraces when any of them changes; a compiled one refuses)."""
@@ -306,14 +333,18 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     num_steps = num_full + bool(tail_rows)
 
     advance = stepper(method, batched)
+    t0 = time.perf_counter()
+    with compilation_seconds() as compiling:  # an init may read the data eagerly: it is called, never jitted here
+        state = jax.block_until_ready(jax.vmap(method.init)(jnp.stack([p.k_init for p in plans])) if batched
+                                      else method.init(plans[0].k_init))
+    init_seconds = step_seconds = time.perf_counter() - t0
+    compile_seconds = compiling()
     if batched:
-        state = jax.vmap(method.init)(jnp.stack([p.k_init for p in plans]))
         step_keys = jnp.stack([p.step_keys for p in plans])
         indices = np.stack([p.indices for p in plans])
         tails = np.stack([p.tail for p in plans])[:, None]
         piece = lambda tree, i: jax.tree_util.tree_map(lambda x: x[i], tree)  # noqa: E731
     else:
-        state = method.init(plans[0].k_init)
         step_keys, indices, tails = plans[0].step_keys, plans[0].indices, plans[0].tail[None]
         piece = lambda tree, i: tree  # noqa: E731
     at = (slice(None),) if batched else ()
@@ -329,7 +360,7 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
     length = min(per_eval, num_full)  # every full-batch window's program length
     n = len(plans)
-    visited, done, step_seconds, compile_seconds, eval_seconds = [0] * n, 0, 0.0, 0.0, [0.0] * n
+    visited, done, eval_seconds = [0] * n, 0, [0.0] * n
     programs = {}  # argument signature -> compiled advance
     # a method that spent work before its first step (SVI's Laplace start) says so in start_work
     work = [dict(zip(WORK, map(float, getattr(method, "start_work", (0.0, 0.0))))) for _ in plans]
@@ -390,5 +421,5 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
         results.append(RunResult(state=final, posterior=method.posterior(final), visited=np.asarray(marks[i]),
                                  curves={name: np.asarray(v) for name, v in curves[i].items()},
                                  step_seconds=step_seconds / n, eval_seconds=eval_seconds[i], num_steps=num_steps,
-                                 info=trace, compile_seconds=compile_seconds / n))
+                                 info=trace, compile_seconds=compile_seconds / n, init_seconds=init_seconds / n))
     return results

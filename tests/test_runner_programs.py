@@ -28,3 +28,16 @@ def test_a_short_last_window_reuses_the_program_and_changes_no_iterate():
     assert len(windows.info["ess"]) == 20  # the skipped steps' infos are dropped
     np.testing.assert_allclose(windows.state.positions, whole.state.positions, rtol=1e-6)
     np.testing.assert_allclose(windows.state.log_weights, whole.state.log_weights, rtol=1e-5, atol=1e-6)
+
+
+def test_the_init_is_on_both_clocks_and_its_compilation_is_counted_once():
+    """The runner times the method's init (a jitted program for PMD) in the stepping clock and what
+    it compiles in the compilation clock, from the first evaluation on: on a new object the init
+    compiles (compile_time[0] > 0, within init_seconds); a second run of the same object finds it
+    compiled (compile_time[0] == 0, nothing else compiles before the first step)."""
+    method = pmd.PMD(PROB.model(), data_size=200, num_particles=50, rejuvenate=None)
+    settings = {"batch_size": 10, "num_passes": 1.0, "eval_every": 100, "evaluate": lambda p, k: {}}
+    first = pmd.run(method, DATA, key=jax.random.key(0), **settings)
+    again = pmd.run(method, DATA, key=jax.random.key(1), **settings)
+    assert 0 < first.curves["compile_time"][0] <= first.init_seconds == first.curves["wall_time"][0]
+    assert again.curves["compile_time"][0] == 0 < again.init_seconds == again.curves["wall_time"][0]
