@@ -3,9 +3,9 @@
 It knows nothing about which method it drives (anything with the ``init``/``step``/``posterior``
 interface of :mod:`pmd.interface`) nor where results go (any object with ``log_metrics``). Steps
 between two evaluations run inside one jitted ``lax.scan``, so the Python loop costs one dispatch
-per evaluation, not per step. Each shape of that scan is compiled once, ahead of its first call and
-timed on its own; what the method's ``init`` compiles is timed from JAX's compilation events
-(:func:`compilation_seconds`). A run reports its time from the init to the last step with
+per evaluation, not per step. Each shape of that scan is compiled once, ahead of its first call;
+what the run compiles (that program, the method's ``init``, the plan's first random draws) is timed
+from JAX's compilation events (:func:`compilation_seconds`). A run reports its time from the init to the last step with
 compilation included (``step_seconds``, the curve ``wall_time``; of it, ``init_seconds`` the init)
 and the compilation alone (``compile_seconds``, the curve ``compile_time``: the init's and the
 steps'), so that a cost table can give either (XLA compiles PMD's default for seconds on a CPU and
@@ -60,7 +60,7 @@ class RunResult:
     num_steps: int
     info: dict[str, np.ndarray] = field(default_factory=dict)
     compile_seconds: float = 0.0  # of step_seconds: compiling the init's and the steps' programs (module docstring)
-    init_seconds: float = 0.0  # of step_seconds: the init, its compilation included
+    init_seconds: float = 0.0  # of step_seconds: the plan, the data to the device and the init, compilation included
 
 
 def _data_size(data: Any) -> int:
@@ -213,9 +213,8 @@ def run(
     """
     check_data(data)
     _check_method_data(method, data)
-    plan = _plan(method, data, key, batch_size, num_passes)
-    (result,) = _drive(method, data, [plan], batched=False, batch_size=batch_size, eval_every=eval_every,
-                       evaluate=evaluate, loggers=[logger])
+    (result,) = _drive(method, data, [key], batched=False, batch_size=batch_size, num_passes=num_passes,
+                       eval_every=eval_every, evaluate=evaluate, loggers=[logger])
     return result
 
 
@@ -252,9 +251,8 @@ def run_batched(
     loggers = [None] * len(keys) if loggers is None else list(loggers)
     if len(loggers) != len(keys):
         raise ConfigError(f"run_batched got {len(keys)} keys but {len(loggers)} loggers")
-    plans = [_plan(method, data, key, batch_size, num_passes) for key in keys]
-    return _drive(method, data, plans, batched=True, batch_size=batch_size, eval_every=eval_every,
-                  evaluate=evaluate, loggers=loggers)
+    return _drive(method, data, keys, batched=True, batch_size=batch_size, num_passes=num_passes,
+                  eval_every=eval_every, evaluate=evaluate, loggers=loggers)
 
 
 def stepper(method: InferenceMethod, batched: bool = False) -> Callable:
@@ -325,20 +323,22 @@ def _signature(args) -> tuple:
                        for x in leaves)
 
 
-def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, eval_every: int | None,
-           evaluate, loggers) -> list[RunResult]:
-    """The loop shared by :func:`run` (one plan, no ``vmap``) and :func:`run_batched` (stacked plans)."""
-    device_data = jax.tree_util.tree_map(jnp.asarray, data)
-    num_full, tail_rows = len(plans[0].indices), len(plans[0].tail)
-    num_steps = num_full + bool(tail_rows)
-
-    advance = stepper(method, batched)
+def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, num_passes: float,
+           eval_every: int | None, evaluate, loggers) -> list[RunResult]:
+    """The loop shared by :func:`run` (one key, no ``vmap``) and :func:`run_batched` (stacked plans).
+    The clocks start before the plans (their first random draws compile in a new process) and the
+    data's copy to the device."""
     t0 = time.perf_counter()
     with compilation_seconds() as compiling:  # an init may read the data eagerly: it is called, never jitted here
+        plans = [_plan(method, data, key, batch_size, num_passes) for key in keys]
+        device_data = jax.tree_util.tree_map(jnp.asarray, data)
         state = jax.block_until_ready(jax.vmap(method.init)(jnp.stack([p.k_init for p in plans])) if batched
                                       else method.init(plans[0].k_init))
     init_seconds = step_seconds = time.perf_counter() - t0
     compile_seconds = compiling()
+    num_full, tail_rows = len(plans[0].indices), len(plans[0].tail)
+    num_steps = num_full + bool(tail_rows)
+    advance = stepper(method, batched)
     if batched:
         step_keys = jnp.stack([p.step_keys for p in plans])
         indices = np.stack([p.indices for p in plans])
@@ -390,15 +390,16 @@ def _drive(method, data, plans: list[_Plan], *, batched: bool, batch_size: int, 
     while done < num_steps:
         k = min(per_eval - done % per_eval, num_full - done) if done < num_full else 1
         rows = k * batch_size if done < num_full else tail_rows
-        keys, idx, active = window(done, done + k)
-        args = (state, keys, idx, device_data, active)
         t0 = time.perf_counter()
-        signature = _signature(args)
-        if signature not in programs:
-            programs[signature] = advance.lower(*args).compile()
-            compile_seconds += time.perf_counter() - t0
-        state, info = programs[signature](*args)
-        jax.block_until_ready(state)
+        with compilation_seconds() as compiling:
+            keys, idx, active = window(done, done + k)
+            args = (state, keys, idx, device_data, active)
+            signature = _signature(args)
+            if signature not in programs:
+                programs[signature] = advance.lower(*args).compile()
+            state, info = programs[signature](*args)
+            jax.block_until_ready(state)
+        compile_seconds += compiling()
         step_seconds += time.perf_counter() - t0
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[(*at, slice(0, k))], info)  # the active steps
         done += k
