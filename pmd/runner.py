@@ -300,17 +300,27 @@ COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/j
 @contextmanager
 def compilation_seconds() -> Iterator[Callable[[], float]]:
     """``with compilation_seconds() as compiling: ...``; ``compiling()``: the seconds JAX spent compiling
-    inside the block (the durations of :data:`COMPILE_EVENTS` it reported there), for code that
-    compiles as it goes rather than ahead (a method's ``init``: jitted, or op by op)."""
-    total = [0.0]
+    inside the block: the length of the union of the intervals of its :data:`COMPILE_EVENTS`, each
+    ending when JAX reports it. The union, not the sum: a jit traced inside another's trace reports
+    its own tracing, within the outer one's (summed, a nested program was counted twice and a
+    method's compilation could exceed its wall time)."""
+    spans: list[tuple[float, float]] = []
 
     def listen(event: str, duration: float, **_):
         if event in COMPILE_EVENTS:
-            total[0] += duration
+            end = time.perf_counter()
+            spans.append((end - duration, end))
+
+    def total() -> float:
+        covered, reach = 0.0, -math.inf
+        for start, end in sorted(spans):
+            covered += max(0.0, end - max(start, reach))
+            reach = max(reach, end)
+        return covered
 
     jax.monitoring.register_event_duration_secs_listener(listen)
     try:
-        yield lambda: total[0]
+        yield total
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
 

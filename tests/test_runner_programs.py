@@ -41,3 +41,18 @@ def test_the_init_is_on_both_clocks_and_its_compilation_is_counted_once():
     again = pmd.run(method, DATA, key=jax.random.key(1), **settings)
     assert 0 < first.curves["compile_time"][0] <= first.init_seconds == first.curves["wall_time"][0]
     assert again.curves["compile_time"][0] == 0 < again.init_seconds == again.curves["wall_time"][0]
+
+
+def test_nested_compilation_events_are_counted_once():
+    """A jit traced inside another's trace reports its tracing within the outer's: the clock takes
+    the union of the reported intervals (0.2 s here), not their sum (0.3 s), so that a method's
+    compilation cannot exceed its wall time; events of other kinds are not compilation."""
+    from pmd.runner import COMPILE_EVENTS, compilation_seconds
+
+    with compilation_seconds() as compiling:
+        jax.monitoring.record_event_duration_secs(COMPILE_EVENTS[0], 0.2)  # the outer trace, just ended
+        jax.monitoring.record_event_duration_secs(COMPILE_EVENTS[0], 0.1)  # an inner one, within it
+        jax.monitoring.record_event_duration_secs("/pmd_bench/test/not_compilation", 5.0)
+    assert abs(compiling() - 0.2) < 0.01
+    jax.monitoring.record_event_duration_secs(COMPILE_EVENTS[2], 1.0)  # after the block: not counted
+    assert abs(compiling() - 0.2) < 0.01
