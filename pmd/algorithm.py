@@ -294,23 +294,37 @@ class PMD:
         return self._tracks_rows
 
     @property
+    def pads_batches(self) -> bool:
+        """Whether ``step`` takes a padded batch (``num_valid=``): the robust variant's segments end at
+        the batch's last row that is data (:meth:`_robust_step`), so a run's short last batch runs in
+        the same compiled program as the others (:mod:`pmd.interface`)."""
+        return self.variant == "robust"
+
+    @property
     def wants_data(self) -> bool:
         """Whether ``step`` reads the whole data set (``data=``): the moves target the full-data posterior."""
         return self.moves is not None
 
     def step(self, key: Array, state: PMDState, batch: Any, rows: Array | None = None,
-             data: Any = None) -> tuple[PMDState, dict]:
+             data: Any = None, num_valid: Array | int | None = None) -> tuple[PMDState, dict]:
         """One PMD iteration on a mini-batch (Algorithm 1, lines 5-15); ``rows``: the batch's row
         indices in the data set, needed by ``rejuvenate`` with ``first_pass``; ``data``: the data
-        set the moves read (default: the one given at construction; :mod:`pmd.interface`)."""
+        set the moves read (default: the one given at construction; :mod:`pmd.interface`);
+        ``num_valid``: the robust variant only, the batch's first ``num_valid`` rows are data and the
+        rest padding (:attr:`pads_batches`; default all of them)."""
         size = self.model.check_batch(batch)
+        if num_valid is not None and not self.pads_batches:
+            raise ConfigError("num_valid (a padded batch) is an option of variant='robust'")
         if self._tracks_rows:
             if rows is None:
                 raise ConfigError("rejuvenate with first_pass moves on the rows seen so far: step needs the "
                                   "batch's row indices (rows=; pmd.run passes them)")
             if jnp.shape(rows) != (size,):
                 raise ConfigError(f"rows must hold the batch's {size} row indices, got shape {jnp.shape(rows)}")
-        return self._step(key, state, batch, rows, step_data(self, data) if self.moves is not None else None)
+        data = step_data(self, data) if self.moves is not None else None
+        if self.variant == "paper":
+            return self._step(key, state, batch, rows, data)
+        return self._step(key, state, batch, rows, data, jnp.asarray(size if num_valid is None else num_valid, jnp.int32))
 
     def posterior(self, state: PMDState) -> ParticlePosterior:
         """Paper variant: the weighted KDE ``q̃_{t+1}`` (eq. 6) while KDE steps run; otherwise the
@@ -340,7 +354,7 @@ class PMD:
 
     # -- the robust variant --------------------------------------------------------------------
     def _robust_step(self, key: Array, state: PMDState, batch: Any, rows: Array | None,
-                     data: Any) -> tuple[PMDState, dict]:
+                     data: Any, valid: Array) -> tuple[PMDState, dict]:
         """One step on a batch of ``B`` rows, taken segment by segment: a segment is the batch's rows
         up to the next pass end (``(⌊V/N⌋ + 1) N`` for ``V`` rows visited) or to the batch's end, so that a
         batch which straddles a pass end (``B`` not dividing ``N``, or ``B > N``) reaches Theorem 5's
@@ -348,7 +362,9 @@ class PMD:
         ``r`` first-pass rows multiplies the iterate by their likelihood; one of ``r`` later rows ending
         at ``V'`` rows visited is the prox step of eq. (2) with ``g = log p + (N/r) Σ_rows log p(x|θ)``
         and ``γ = (r/B) γ_{V'/B}``, for ``γ_t = 1/t`` the ``r/V'`` that gives
-        ``p · exp(N/V' Σ_{visits} log p(x|θ))`` (Theorem 5's iterate) from ``V' - r`` rows' iterate."""
+        ``p · exp(N/V' Σ_{visits} log p(x|θ))`` (Theorem 5's iterate) from ``V' - r`` rows' iterate.
+        Only the first ``valid`` rows are data (a padded batch, :attr:`pads_batches`): the segments
+        end there, and ``B`` stays the batch's size, the clock's unit."""
         size = jax.tree_util.tree_leaves(batch)[0].shape[0]
         dtype = state.positions.dtype
         n = self.data_size
@@ -409,14 +425,15 @@ class PMD:
 
         order = state.order
         if self._tracks_rows:  # rows past the first pass fall outside `order` and are dropped
-            order = order.at[state.seen + position_in_batch].set(rows.astype(jnp.int32), mode="drop")
+            slot = jnp.where(position_in_batch < valid, state.seen + position_in_batch, order.shape[0])  # padding: dropped
+            order = order.at[slot].set(rows.astype(jnp.int32), mode="drop")
 
         def segment(carry):
             (positions, log_w, base, kernel, visited, done, exponent, gamma_step, mala_step,
              substeps, uncapped, redraws, moved, acceptance, read, moved_count, index, evals, grads) = carry
             streaming = visited < n
             pass_end = (visited // n + 1) * n
-            end = jnp.minimum(size, done + pass_end - visited)
+            end = jnp.minimum(valid, done + pass_end - visited)
             count = end - done
             after = visited + count
             mask = (position_in_batch >= done) & (position_in_batch < end)
@@ -463,7 +480,7 @@ class PMD:
                  jnp.asarray(jnp.nan, dtype), jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32), jnp.asarray(0),
                  jnp.asarray(0.0, jnp.float32), jnp.asarray(0.0, jnp.float32))
         (positions, log_w, base, kernel, seen, _, exponent, gamma, mala_step, substeps, uncapped, redraws, moved,
-         acceptance, read, moved_count, _, evals, grads) = jax.lax.while_loop(lambda c: c[5] < size, segment, carry)
+         acceptance, read, moved_count, _, evals, grads) = jax.lax.while_loop(lambda c: c[5] < valid, segment, carry)
         clock = (seen / size).astype(dtype)
         new = PMDState(
             positions=positions,
@@ -492,7 +509,7 @@ class PMD:
             **work(evals, grads),
         }
         if self.moves is not None:
-            info.update(moved=moved, acceptance=acceptance, mala_moves=moved_count, visited=jnp.asarray(size, jnp.int32) + read)
+            info.update(moved=moved, acceptance=acceptance, mala_moves=moved_count, visited=valid + read)
         return new, info
 
     # -- the paper variant ---------------------------------------------------------------------

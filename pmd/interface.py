@@ -11,7 +11,11 @@ with a true ``wants_data``; the runner then calls ``step(..., data=data)`` with 
 of its compiled scan, because an array that a jitted function closes over is a compile-time
 constant, serialised into the program and constant-folded by XLA (at H.2's 1.6 million rows:
 hundreds of megabytes of program and gigabytes of memory). Called without ``data=``, such a step
-uses the data it was built with.
+uses the data it was built with. A method that can take a batch padded past its rows (the first
+``num_valid`` rows are data, the rest are ignored) says so with a true ``pads_batches``; the runner
+then gives a run's short last batch the shape of the others (``step(..., num_valid=r)``), so that
+one compiled program serves the whole run (a second batch shape is a second compilation of the
+whole step: seconds on a CPU, 15-25 s on a GPU for PMD's default).
 
 Every method class also says what it is, as two class attributes: ``method_family`` (a short
 name of its family, e.g. ``"sequential Monte Carlo"``; not ``family``, which :class:`baselines.SVI`
@@ -54,11 +58,16 @@ class InferenceMethod(Protocol):
 
 
 def take_step(method: InferenceMethod, key: Array, state: PyTree, batch: PyTree, rows: Array,
-              data: PyTree = None) -> tuple[PyTree, dict]:
+              data: PyTree = None, num_valid: Array | None = None) -> tuple[PyTree, dict]:
     """``method.step`` on ``batch``, the data set's rows ``rows``, passed on when the method
-    ``wants_rows``, and the whole data set ``data`` when it ``wants_data`` (the module docstring):
-    the one call every driver of the interface makes."""
+    ``wants_rows``, the whole data set ``data`` when it ``wants_data``, and ``num_valid`` (the rows
+    of a padded batch that are data) when given, which only a method that ``pads_batches`` may be
+    (the module docstring): the one call every driver of the interface makes."""
     extra = {}
+    if num_valid is not None:
+        if not getattr(method, "pads_batches", False):
+            raise ConfigError(f"{type(method).__name__} does not take padded batches (its pads_batches is not true)")
+        extra["num_valid"] = num_valid
     if getattr(method, "wants_rows", False):
         extra["rows"] = rows
     if data is not None and getattr(method, "wants_data", False):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Iterator, Mapping, Protocol
 
@@ -271,25 +271,28 @@ def stepper(method: InferenceMethod, batched: bool = False) -> Callable:
     The data are an argument, never a closure: an array a jitted function closes over is a
     compile-time constant, serialised into the program and constant-folded by XLA (at H.3.2's
     463,715 × 90 rows: minutes of compilation and gigabytes of memory; the module docstring of
-    :mod:`pmd.interface`). Drivers of the interface (the runner, the benchmarks) step through this."""
+    :mod:`pmd.interface`). Drivers of the interface (the runner, the benchmarks) step through this.
+
+    ``valid`` (an integer per step, shared by the repetitions; only for a method that
+    ``pads_batches``) is the number of each step's rows that are data, the rest padding: the runner
+    pads a run's short last batch to the others' size this way (:mod:`pmd.interface`)."""
     def body(data, state, inputs):
-        k, idx, *active = inputs
+        k, idx, active, valid = inputs
 
         def go(state):
             batch = jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), data)
-            return take_step(method, k, state, batch, idx, data)
+            return take_step(method, k, state, batch, idx, data, num_valid=valid)
 
-        if not active:
+        if active is None:
             return go(state)
         info = jax.eval_shape(go, state)[1]
         skip = lambda state: (state, jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info))  # noqa: E731
-        return jax.lax.cond(active[0], go, skip, state)
+        return jax.lax.cond(active, go, skip, state)
 
-    def scan(state, keys, idx, data, active=None):
-        inputs = (keys, idx) if active is None else (keys, idx, active)
-        return jax.lax.scan(partial(body, data), state, inputs)
+    def scan(state, keys, idx, data, active=None, valid=None):
+        return jax.lax.scan(partial(body, data), state, (keys, idx, active, valid))
 
-    return jax.jit(jax.vmap(scan, in_axes=(0, 0, 0, None, None)) if batched else scan)
+    return jax.jit(jax.vmap(scan, in_axes=(0, 0, 0, None, None, None)) if batched else scan)
 
 
 COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
@@ -347,7 +350,13 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
     init_seconds = step_seconds = time.perf_counter() - t0
     compile_seconds = compiling()
     num_full, tail_rows = len(plans[0].indices), len(plans[0].tail)
-    num_steps = num_full + bool(tail_rows)
+    num_steps, num_rows = num_full + bool(tail_rows), num_full * batch_size + tail_rows
+    pads = getattr(method, "pads_batches", False)
+    if pads and tail_rows:  # the tail, padded with its own rows, is one more full-size step
+        plans = [replace(p, indices=np.concatenate([p.indices, np.resize(p.tail, (1, batch_size))]),
+                         tail=p.tail[:0]) for p in plans]
+        num_full, tail_rows = num_steps, 0
+    valid = np.minimum(batch_size, num_rows - batch_size * np.arange(num_full)).astype(np.int32)  # rows that are data
     advance = stepper(method, batched)
     if batched:
         step_keys = jnp.stack([p.step_keys for p in plans])
@@ -361,11 +370,13 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
 
     def window(a: int, b: int):
         """Steps ``a`` to ``b``: full batches padded to the window length ``per_eval`` with skipped
-        steps (:func:`stepper`'s ``active``), or the last step alone on the tail (:func:`run_batches`)."""
+        steps (:func:`stepper`'s ``active``), or the last step alone on the tail (:func:`run_batches`);
+        and the rows of each step that are data."""
         if a >= num_full:
-            return step_keys[(*at, slice(a, b))], tails, np.ones(1, bool)
+            return step_keys[(*at, slice(a, b))], tails, np.ones(1, bool), None, tail_rows
         pad = np.minimum(np.arange(a, a + length), b - 1)  # skipped steps repeat the window's last
-        return step_keys[(*at, pad)], indices[(*at, pad)], np.arange(length) < b - a
+        return (step_keys[(*at, pad)], indices[(*at, pad)], np.arange(length) < b - a, valid[pad] if pads else None,
+                int(valid[a:b].sum()))
 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
     length = min(per_eval, num_full)  # every full-batch window's program length
@@ -399,11 +410,10 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
     progress = tqdm(total=num_steps, desc=type(method).__name__, unit=" steps", mininterval=1.0)
     while done < num_steps:
         k = min(per_eval - done % per_eval, num_full - done) if done < num_full else 1
-        rows = k * batch_size if done < num_full else tail_rows
         t0 = time.perf_counter()
         with compilation_seconds() as compiling:
-            keys, idx, active = window(done, done + k)
-            args = (state, keys, idx, device_data, active)
+            keys, idx, active, rows_valid, rows = window(done, done + k)
+            args = (state, keys, idx, device_data, active, rows_valid)
             signature = _signature(args)
             if signature not in programs:
                 programs[signature] = advance.lower(*args).compile()
