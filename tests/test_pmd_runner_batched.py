@@ -75,3 +75,17 @@ def test_batched_runs_check_their_arguments():
         pmd.run_batched(method, DATA, KEYS[:2], batch_size=10, loggers=[None])
     with pytest.raises(ConfigError, match="data_size=200"):
         pmd.run_batched(method, DATA[:50], KEYS[:1], batch_size=10)
+
+
+@pytest.mark.parametrize("name", ["pmd", "sgld", "smc"])
+def test_batched_steps_with_a_short_last_batch_equal_the_per_seed_steps(name):
+    """50 rows in batches of 15: three full batches and a tail of 5 rows, which PMD's robust variant
+    takes padded into the program of the others (``pads_batches``) and the rest as a step apart.
+    The paper variant is left out: at its 4th step on seed 1 its ESS-capped γ differs by 9% between
+    the batched and the single run with or without a tail (0.098 against 0.108 at 60 rows), the
+    divergence of the module docstring, reached sooner at this batch size."""
+    method = BUILDERS[name]()
+    settings = {"batch_size": 15, "num_passes": 0.25, "eval_every": 30, "evaluate": _evaluate}
+    batched = pmd.run_batched(method, DATA, KEYS, **settings)
+    assert batched[0].num_steps == 4 and batched[0].visited[-1] == 50
+    _compare([pmd.run(method, DATA, key, **settings) for key in KEYS], batched, rtol=1e-3, atol=1e-3)
