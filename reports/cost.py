@@ -3,7 +3,8 @@ experiment's accuracy criterion, from result files, as a Markdown table and a fi
 
 Every run file holds its curves ``curve/<metric>`` at each evaluation and, at each, the cost spent
 so far in the measures of :data:`COSTS`: ``visited`` (data points read), ``wall_time`` (seconds of
-stepping, compilation included, evaluation excluded), ``work`` (``curve/evals`` +
+stepping, compilation included, evaluation excluded; in run files written since commit ``0a02ecf``,
+counted from before the method's init, whose compilation it then includes), ``work`` (``curve/evals`` +
 ``curve/grad_evals``: likelihood-term evaluations plus their gradients, :data:`pmd.runner.WORK`;
 NaN for a method that does not count them, and for run files written before it was counted) and
 ``stepping`` (``wall_time`` less ``curve/compile_time``, the runner's compilation: NaN for run files
