@@ -315,6 +315,8 @@ class PMD:
         size = self.model.check_batch(batch)
         if num_valid is not None and not self.pads_batches:
             raise ConfigError("num_valid (a padded batch) is an option of variant='robust'")
+        if num_valid is not None and not isinstance(num_valid, jax.core.Tracer) and not 1 <= int(num_valid) <= size:
+            raise ConfigError(f"num_valid must count the batch's data rows, from 1 to its {size} rows; got {num_valid}")
         if self._tracks_rows:
             if rows is None:
                 raise ConfigError("rejuvenate with first_pass moves on the rows seen so far: step needs the "
@@ -324,7 +326,8 @@ class PMD:
         data = step_data(self, data) if self.moves is not None else None
         if self.variant == "paper":
             return self._step(key, state, batch, rows, data)
-        return self._step(key, state, batch, rows, data, jnp.asarray(size if num_valid is None else num_valid, jnp.int32))
+        valid = jnp.asarray(size if num_valid is None else num_valid, jnp.int32)
+        return self._step(key, state, batch, rows, data, valid)
 
     def posterior(self, state: PMDState) -> ParticlePosterior:
         """Paper variant: the weighted KDE ``q̃_{t+1}`` (eq. 6) while KDE steps run; otherwise the

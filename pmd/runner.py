@@ -5,13 +5,14 @@ interface of :mod:`pmd.interface`) nor where results go (any object with ``log_m
 between two evaluations run inside one jitted ``lax.scan``, so the Python loop costs one dispatch
 per evaluation, not per step. Each shape of that scan is compiled once, ahead of its first call;
 what the run compiles (that program, the method's ``init``, the plan's first random draws) is timed
-from JAX's compilation events (:func:`compilation_seconds`). A run reports its time from the init to the last step with
-compilation included (``step_seconds``, the curve ``wall_time``; of it, ``init_seconds`` the init)
-and the compilation alone (``compile_seconds``, the curve ``compile_time``: the init's and the
-steps'), so that a cost table can give either (XLA compiles PMD's default for seconds on a CPU and
-for 15-25 s on a GPU, where its first pass at 10⁶ rows then runs in about a second:
-docs/findings.md, 2026-11-27). A progress bar on stderr counts the steps and estimates the time
-left (tqdm; ``TQDM_DISABLE=1`` silences it).
+from JAX's compilation events (:func:`compilation_seconds`). A run reports its time from the init
+to the last step with compilation included (``step_seconds``, the curve ``wall_time``; of it,
+``init_seconds`` the init) and the compilation alone (``compile_seconds``, the curve
+``compile_time``: the init's and the steps'), so that a cost table can give either (XLA compiles
+PMD's default for seconds on a CPU and for 15-25 s on a GPU, where its first pass at 10⁶ rows then
+runs in about a second: docs/findings.md, 2026-11-27). A method that ``pads_batches`` runs a short
+last batch padded to the others' size, in their program (:func:`stepper`'s ``valid``). A progress
+bar on stderr counts the steps and estimates the time left (tqdm; ``TQDM_DISABLE=1`` silences it).
 """
 
 from __future__ import annotations
@@ -371,7 +372,7 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
     def window(a: int, b: int):
         """Steps ``a`` to ``b``: full batches padded to the window length ``per_eval`` with skipped
         steps (:func:`stepper`'s ``active``), or the last step alone on the tail (:func:`run_batches`);
-        and the rows of each step that are data."""
+        then the rows of each step that are data (for a method that pads batches) and their total."""
         if a >= num_full:
             return step_keys[(*at, slice(a, b))], tails, np.ones(1, bool), None, tail_rows
         pad = np.minimum(np.arange(a, a + length), b - 1)  # skipped steps repeat the window's last

@@ -82,9 +82,13 @@ def test_a_run_with_a_tail_compiles_one_step_program_and_ends_where_the_unpadded
     np.testing.assert_allclose(padded.state.log_weights, unpadded.state.log_weights, rtol=1e-5, atol=1e-6)
 
 
-def test_padding_is_refused_where_it_is_not_taken():
-    """The paper variant's step has no segments to end early: ``num_valid`` is refused, by name."""
+def test_padding_is_refused_where_it_is_not_taken_and_outside_the_batch():
+    """The paper variant's step has no segments to end early: ``num_valid`` is refused, by name; and
+    the robust variant refuses a count of data rows that is not 1 to the batch's size."""
     paper = pmd.PMD(PROB.model(), N, 64, variant="paper")
-    state = paper.init(jax.random.key(0))
     with pytest.raises(ConfigError, match="num_valid"):
-        paper.step(jax.random.key(1), state, _rows(ORDER[:B]), num_valid=5)
+        paper.step(jax.random.key(1), paper.init(jax.random.key(0)), _rows(ORDER[:B]), num_valid=5)
+    robust = pmd.PMD(PROB.model(), N, 64, rejuvenate=None)
+    for bad in (0, B + 1):
+        with pytest.raises(ConfigError, match=f"from 1 to its {B} rows; got {bad}"):
+            robust.step(jax.random.key(1), robust.init(jax.random.key(0)), _rows(ORDER[:B]), num_valid=bad)
