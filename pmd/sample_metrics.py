@@ -79,8 +79,10 @@ def sliced_wasserstein(key: Array, x: Array, log_wx: Array, y: Array, log_wy: Ar
 class SampleReference:
     """Reference posterior draws ``(n, d)``, equally weighted, to score posteriors against.
 
-    The standardisation and the reference's own ``E‖Y-Y'‖`` are computed once; :meth:`score` is
-    one jitted call.
+    The standardisation and the reference's own ``E‖Y-Y'‖`` are computed once, and finished before
+    the constructor returns (``self_term``: ``O(n²)`` distances, 2.3 s at ``n = 20,000`` on a 2-core
+    CPU; left to JAX's asynchronous dispatch, that work was charged to whatever blocked next, the
+    first method a benchmark timed); :meth:`score` is one jitted call.
     """
 
     def __init__(self, draws: np.ndarray, num_projections: int = 128):
@@ -97,7 +99,7 @@ class SampleReference:
         loc, scale = jnp.asarray(self.mean), jnp.asarray(self.std)
         ref = (jnp.asarray(self.draws) - loc) / scale
         w_ref = jnp.full((ref.shape[0],), 1.0 / ref.shape[0], ref.dtype)
-        self_term = _cross_mean_distance(ref, w_ref, ref, w_ref)
+        self_term = self.self_term = jax.block_until_ready(_cross_mean_distance(ref, w_ref, ref, w_ref))
 
         def score(samples: Array, log_weights: Array, key: Array) -> dict:
             z = (samples - loc) / scale

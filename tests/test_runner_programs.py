@@ -56,3 +56,14 @@ def test_nested_compilation_events_are_counted_once():
     assert abs(compiling() - 0.2) < 0.01
     jax.monitoring.record_event_duration_secs(COMPILE_EVENTS[2], 1.0)  # after the block: not counted
     assert abs(compiling() - 0.2) < 0.01
+
+
+def test_a_reference_finishes_its_own_work_before_any_method_is_timed():
+    """``SampleReference``'s self term (``O(n²)`` distances) is computed when it is built, not left
+    to JAX's asynchronous dispatch: left pending, it ran on the clock of whatever blocked next, the
+    first method a benchmark timed (2.3 s of PMD's time at N = 2·10⁵, bench_growing_n.py). At
+    n = 6,000 the term takes about 0.1 s, so it cannot be ready the instant its dispatch returns."""
+    from pmd.sample_metrics import SampleReference
+
+    draws = np.random.default_rng(0).normal(size=(6000, 5))
+    assert SampleReference(draws).self_term.is_ready()
