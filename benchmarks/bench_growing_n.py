@@ -18,10 +18,17 @@ Methods, all in this one process, on the same data and reference:
   (compilation included, scoring excluded): :func:`bench_time_to_accuracy.time_method`;
 * BlackJAX NUTS with window adaptation (:func:`bench_time_to_accuracy.time_nuts`: ``--nuts-warmup``
   + ``--nuts-draws`` iterations, warm-up and compilation on the clock) at every ``N`` up to
-  ``--nuts-max-n``; above it **extrapolated**: the full-data gradients NUTS needed to reach the
-  threshold at the largest timed ``N`` (its leapfrog steps, counted) times the gradient's measured
-  time at the larger ``N`` (``nuts_grad_ms``, timed at every ``N``; no compilation in it), marked
-  ``extrapolated`` in the table.
+  ``--nuts-max-n``; above it **extrapolated** (:func:`extrapolated_seconds`): NUTS's stepping time
+  to the threshold at the largest timed ``N`` (compilation excluded) times the ratio of the
+  full-data gradient's time at the larger ``N`` to its time at the timed one (``nuts_grad_ms``,
+  timed at every ``N``), marked ``extrapolated`` in the table.
+
+PMD's particle count is the user's dial between accuracy and cost (its moves read every row once per
+particle, so its work is proportional to ``m``; the Monte Carlo error of a mean from ``m`` equally
+weighted particles is about ``m^{-1/2}`` sd): ``--pmd-particles`` adds a row ``pmd_m<m>``, the
+config's ``pmd`` entry with ``num_particles: m``, for each ``m`` given (default 250; the config's
+own is 1,000). The third table gives each method's error at the evaluation where it reached the
+threshold, so that the times compare at stated accuracies.
 
 The slope of each method's log time to accuracy against log N (least squares over the ``N`` where it
 reached the threshold) is its cost's growth: 1 for a method whose cost is proportional to the data.
@@ -76,6 +83,34 @@ def nuts_gradients_to(curve: dict, num_data: int, threshold: float) -> float | N
     return None if first is None else float(curve["visited"][first]) / num_data
 
 
+def with_particle_counts(section: dict, labels: list[str], counts: list[int]) -> list[str]:
+    """Add to ``section["methods"]`` an entry ``pmd_m<m>`` (the ``pmd`` entry with ``num_particles:
+    m``) for each ``m`` in ``counts``: the labels to run, those rows right after ``pmd``."""
+    out = list(labels)
+    at = out.index("pmd") + 1 if "pmd" in out else len(out)
+    for i, m in enumerate(counts):
+        section["methods"][f"pmd_m{m}"] = {**section["methods"]["pmd"], "method": "pmd", "num_particles": m}
+        out.insert(at + i, f"pmd_m{m}")
+    return out
+
+
+def error_there(curve: dict, args) -> float | None:
+    """The curve's mean error at the evaluation where it reached the threshold and kept it (None: never)."""
+    first = None if "error" in curve else first_kept(curve, args.threshold)
+    return None if first is None else float(curve["mean_error"][first])
+
+
+def extrapolated_seconds(timed_seconds: float, timed_ms: float, ms: float) -> float:
+    """NUTS's stepping seconds to the threshold at a timed ``N`` (compilation excluded), carried to a
+    larger ``N`` by the ratio ``ms / timed_ms`` of its full-data gradient's times there: NUTS's
+    stepping is its gradients, and it needs as many of them at either ``N`` (the gradient count at
+    the timed ``N`` is recorded beside it). The ratio, not the count × ``ms``: a gradient timed
+    alone took 2.0× (N = 2·10⁵) and 2.8× (10⁶) the time a gradient took inside NUTS's own run on
+    the 2-core CPU, and the product put NUTS at 200 s at 10⁶ where it was timed at 87 s
+    (docs/findings.md, 2026-11-27)."""
+    return timed_seconds * ms / timed_ms
+
+
 def slope(ns: list[int], times: list[float | None]) -> float | None:
     """Least-squares slope of log time against log N over the ``N`` with a time (None: under two)."""
     pairs = [(math.log(n), math.log(t)) for n, t in zip(ns, times) if t is not None and t > 0]
@@ -90,8 +125,9 @@ def table(report: dict) -> str:
     rows = report["times"]
     lines = [f"Wall time (s) to bring the posterior mean within {threshold} reference sd (coordinates' mean), "
              f"synthetic logistic regression, d = {report['dim']}, one run of benchmarks/bench_growing_n.py on "
-             f"{report['device']}; [best error] where not reached; NUTS marked * is extrapolated (gradients to reach "
-             "the threshold at the largest timed N × the measured gradient time at this N; no compilation in it). "
+             f"{report['device']}; [best error] where not reached; NUTS marked * is extrapolated (its stepping "
+             "time to the threshold at the largest timed N × the ratio of its full-data gradient's time at this N to "
+             "that at the timed N; no compilation in it). "
              "Then the same without the compilation of the init's and the stepping programs (what a method compiles "
              "while it is built, the Laplace starts, stays in)."]
     for key in ("seconds", "without_compilation"):
@@ -103,6 +139,12 @@ def table(report: dict) -> str:
                     for c in cells]
             fit = slope(ns, [c.get(key) for c in cells])
             lines.append(f"| {name} | " + " | ".join(text) + f" | {'-' if fit is None else f'{fit:.2f}'} |")
+    lines += ["", "Mean error (reference sd) at the evaluation where each method reached the threshold "
+              "(extrapolated NUTS: not scored there):", "",
+              "| method | " + " | ".join(f"N = {n:,}" for n in ns) + " |", "|---|" + "---|" * len(ns)]
+    for name, cells in rows.items():
+        lines.append(f"| {name} | " + " | ".join("-" if c.get("error_there") is None else f"{c['error_there']:.3f}"
+                                                  for c in cells) + " |")
     lines += ["", "NUTS full-data gradient (ms): " + ", ".join(
         f"N = {n:,}: {ms:.2f}" for n, ms in zip(ns, report["nuts_grad_ms"]))]
     return "\n".join(lines) + "\n"
@@ -114,6 +156,8 @@ def main(argv=None):
     parser.add_argument("--features", type=int, default=20)
     parser.add_argument("--config", default="workflow/config/standard.yaml", help="its posteriordb section's methods and budget")
     parser.add_argument("--methods", nargs="*", default=["pmd", "blackjax_tempered_smc", "sgld", "svi"])
+    parser.add_argument("--pmd-particles", type=int, nargs="*", default=[250],
+                        help="also run the config's pmd entry with each of these particle counts (rows pmd_m<m>)")
     parser.add_argument("--warmup-n", type=int, default=2_000,
                         help="first run everything once at this N, unscored (0: not): the first compilation of the "
                              "programs whose shapes do not depend on N (PMD's init) then falls on no measured N")
@@ -124,6 +168,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with open(args.config) as f:
         section = yaml.safe_load(f)["posteriordb"]
+    args.methods = with_particle_counts(section, args.methods, args.pmd_particles)
     model = BayesianLogisticRegression(dim=args.features + 1).model()
 
     def measure(n: int) -> tuple[dict, float]:
@@ -150,16 +195,19 @@ def main(argv=None):
     for n, ms in zip(args.ns, grad_ms):
         for label in args.methods:
             reached, best, _ = summarise(curves[n][label], args.threshold)
-            times[label].append({"seconds": reached, "best": best,
+            times[label].append({"seconds": reached, "best": best, "error_there": error_there(curves[n][label], args),
                                  "without_compilation": summarise(curves[n][label], args.threshold, False)[0]})
         if "nuts" in curves[n]:
             reached, best, _ = summarise(curves[n]["nuts"], args.threshold)
             times["nuts"].append({"seconds": reached, "best": best, "extrapolated": False,
+                                  "error_there": error_there(curves[n]["nuts"], args),
                                   "without_compilation": summarise(curves[n]["nuts"], args.threshold, False)[0]})
         else:
             source = max((m for m in timed if m < n), default=None)
             grads = None if source is None else nuts_gradients_to(curves[source]["nuts"], source, args.threshold)
-            seconds = None if grads is None else grads * ms / 1e3
+            at = None if source is None else args.ns.index(source)
+            seconds = None if grads is None else extrapolated_seconds(
+                times["nuts"][at]["without_compilation"], grad_ms[at], ms)
             times["nuts"].append({"seconds": seconds, "best": math.nan, "without_compilation": seconds,
                                   "extrapolated": True, "gradients": grads, "from_n": source})
     report = {"device": f"{jax.devices()[0].device_kind} ({jax.default_backend()})", "ns": args.ns,
