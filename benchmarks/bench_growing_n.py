@@ -55,7 +55,8 @@ import yaml
 
 from bench_batched_logistic import synthetic
 from bench_time_to_accuracy import (Unconstrained, add_timing_arguments, cell_text, first_kept, nuts_logdensity,
-                                    summarise, time_method, time_nuts)
+                                    error_there, summarise, time_method, time_nuts,
+                                    with_particle_counts)
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.sample_metrics import SampleReference
 from pmd_bench.baselines._common import laplace_approximation
@@ -81,23 +82,6 @@ def nuts_gradients_to(curve: dict, num_data: int, threshold: float) -> float | N
     (None: never; :func:`bench_time_to_accuracy.first_kept`)."""
     first = first_kept(curve, threshold)
     return None if first is None else float(curve["visited"][first]) / num_data
-
-
-def with_particle_counts(section: dict, labels: list[str], counts: list[int]) -> list[str]:
-    """Add to ``section["methods"]`` an entry ``pmd_m<m>`` (the ``pmd`` entry with ``num_particles:
-    m``) for each ``m`` in ``counts``: the labels to run, those rows right after ``pmd``."""
-    out = list(labels)
-    at = out.index("pmd") + 1 if "pmd" in out else len(out)
-    for i, m in enumerate(counts):
-        section["methods"][f"pmd_m{m}"] = {**section["methods"]["pmd"], "method": "pmd", "num_particles": m}
-        out.insert(at + i, f"pmd_m{m}")
-    return out
-
-
-def error_there(curve: dict, args) -> float | None:
-    """The curve's mean error at the evaluation where it reached the threshold and kept it (None: never)."""
-    first = None if "error" in curve else first_kept(curve, args.threshold)
-    return None if first is None else float(curve["mean_error"][first])
 
 
 def extrapolated_seconds(timed_seconds: float, timed_ms: float, ms: float) -> float:
@@ -156,8 +140,6 @@ def main(argv=None):
     parser.add_argument("--features", type=int, default=20)
     parser.add_argument("--config", default="workflow/config/standard.yaml", help="its posteriordb section's methods and budget")
     parser.add_argument("--methods", nargs="*", default=["pmd", "blackjax_tempered_smc", "sgld", "svi"])
-    parser.add_argument("--pmd-particles", type=int, nargs="*", default=[250],
-                        help="also run the config's pmd entry with each of these particle counts (rows pmd_m<m>)")
     parser.add_argument("--warmup-n", type=int, default=2_000,
                         help="first run everything once at this N, unscored (0: not): the first compilation of the "
                              "programs whose shapes do not depend on N (PMD's init) then falls on no measured N")
@@ -195,12 +177,13 @@ def main(argv=None):
     for n, ms in zip(args.ns, grad_ms):
         for label in args.methods:
             reached, best, _ = summarise(curves[n][label], args.threshold)
-            times[label].append({"seconds": reached, "best": best, "error_there": error_there(curves[n][label], args),
+            times[label].append({"seconds": reached, "best": best,
+                                 "error_there": error_there(curves[n][label], args.threshold),
                                  "without_compilation": summarise(curves[n][label], args.threshold, False)[0]})
         if "nuts" in curves[n]:
             reached, best, _ = summarise(curves[n]["nuts"], args.threshold)
             times["nuts"].append({"seconds": reached, "best": best, "extrapolated": False,
-                                  "error_there": error_there(curves[n]["nuts"], args),
+                                  "error_there": error_there(curves[n]["nuts"], args.threshold),
                                   "without_compilation": summarise(curves[n]["nuts"], args.threshold, False)[0]})
         else:
             source = max((m for m in timed if m < n), default=None)

@@ -14,7 +14,9 @@ Every method runs under the posteriordb experiment's budget rule and method entr
 steps and batches for every method, nothing tuned per problem. The posterior is scored every
 ``--evals-per-pass``-th of a pass; the clock is the method's building (SVI's and SGLD's Laplace
 start) plus the runner's time from the init to the last step (compilation included, scoring
-excluded). NUTS is BlackJAX's (``--nuts-warmup`` steps of window adaptation, then draws scored in
+excluded). ``--pmd-particles`` adds rows ``pmd_m<m>``: the config's ``pmd`` entry with ``m`` particles
+(default 250; the config's own is 1,000), since the particle count is PMD's dial between accuracy
+and cost. NUTS is BlackJAX's (``--nuts-warmup`` steps of window adaptation, then draws scored in
 chunks of ``--nuts-chunk``, one chain from a prior draw), its clock including warm-up. Each curve
 also carries ``compile_time``, the compilation so far (the runner's ``compile_time``: the init's
 program and the steps'; NUTS's warm-up and chunk programs, compiled ahead and timed apart), and
@@ -194,6 +196,12 @@ def summarise(curve, threshold, compilation: bool = True):
     return seconds, best, float(err[-1])
 
 
+def error_there(curve: dict, threshold: float) -> float | None:
+    """The curve's mean error at the evaluation where it reached ``threshold`` and kept it (None: never)."""
+    first = None if "error" in curve else first_kept(curve, threshold)
+    return None if first is None else float(curve["mean_error"][first])
+
+
 def cell_text(seconds: float | None, best: float | None, extrapolated: bool = False) -> str:
     """A table cell: the seconds to the threshold (``*``: extrapolated), ``[best error]`` where it was
     not reached, "failed" where nothing was scored, "not timed" where the seconds are NaN (a
@@ -204,7 +212,8 @@ def cell_text(seconds: float | None, best: float | None, extrapolated: bool = Fa
 
 
 def table(results, threshold):
-    """Two tables of the seconds to the threshold: with compilation, then without it."""
+    """Two tables of the seconds to the threshold, with compilation, then without it; then the error
+    where each method reached it."""
     names = list(next(iter(results.values())))
     lines = [f"Wall time (s) to bring the posterior mean within {threshold} reference sd (coordinates' mean), "
              "one run of benchmarks/bench_time_to_accuracy.py; in brackets: not reached, best error. "
@@ -220,7 +229,12 @@ def table(results, threshold):
                 cells.append(cell_text(reached, best))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
-    return "\n".join(lines)
+    lines += ["Mean error (reference sd) at the evaluation where each method reached the threshold:", "",
+              "| method | " + " | ".join(results) + " |", "|---|" + "---|" * len(results)]
+    for name in names:
+        errors = [error_there(results[problem][name], threshold) for problem in results]
+        lines.append(f"| {name} | " + " | ".join("-" if e is None else f"{e:.3f}" for e in errors) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def figure(results, threshold, path):
@@ -238,12 +252,25 @@ def figure(results, threshold, path):
     fig.savefig(path, dpi=120)
 
 
+def with_particle_counts(section: dict, labels: list[str], counts: list[int]) -> list[str]:
+    """Add to ``section["methods"]`` an entry ``pmd_m<m>`` (the ``pmd`` entry with ``num_particles:
+    m``) for each ``m`` in ``counts``: the labels to run, those rows right after ``pmd``."""
+    out = list(labels)
+    at = out.index("pmd") + 1 if "pmd" in out else len(out)
+    for i, m in enumerate(counts):
+        section["methods"][f"pmd_m{m}"] = {**section["methods"]["pmd"], "method": "pmd", "num_particles": m}
+        out.insert(at + i, f"pmd_m{m}")
+    return out
+
+
 def add_timing_arguments(parser):
     """The options :func:`time_method`, :func:`time_nuts` and :func:`summarise` read (this script's and
     ``bench_growing_n.py``'s)."""
     for flag, default in (("--threshold", 0.5), ("--evals-per-pass", 5), ("--nuts-warmup", 500),
                           ("--nuts-draws", 1000), ("--nuts-chunk", 50), ("--seed", 0)):
         parser.add_argument(flag, type=type(default), default=default)
+    parser.add_argument("--pmd-particles", type=int, nargs="*", default=[250],
+                        help="also run the config's pmd entry with each of these particle counts (rows pmd_m<m>)")
 
 
 def main(argv=None):
@@ -264,6 +291,7 @@ def main(argv=None):
     unknown = sorted(set(labels) - set(section["methods"]))
     if unknown:
         parser.error(f"--methods {unknown} are not in {args.config}'s posteriordb.methods ({', '.join(section['methods'])})")
+    labels = with_particle_counts(section, labels, args.pmd_particles)
     results = {}
     for name, (problem, reference) in problems(args, resolve_settings()).items():
         results[name] = {label: time_method(label, section["methods"][label], section, problem, reference, args)

@@ -65,11 +65,11 @@ def test_growing_n_states_the_error_where_each_method_reached_and_adds_particle_
     from bench_helpers import BENCHMARKS
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     growing = load_benchmark("bench_growing_n")
-    args = type("Args", (), {"threshold": 0.5})()
     curve = {"mean_error": [2.0, 0.46, 0.6, 0.099, 0.3], "wall_time": [1, 2, 3, 4, 5]}
-    assert growing.error_there(curve, args) == 0.099
-    assert growing.error_there({**curve, "mean_error": [2.0] * 5}, args) is None
-    assert growing.error_there({"error": "diverged"}, args) is None
+    assert bench.error_there(curve, 0.5) == 0.099
+    assert bench.error_there({**curve, "mean_error": [2.0] * 5}, 0.5) is None
+    assert bench.error_there({"error": "diverged"}, 0.5) is None
+    assert "| pmd | 0.099 |" in bench.table({"logistic": {"pmd": curve}}, 0.5)
     cell = {"seconds": 4.0, "best": 0.099, "without_compilation": 1.0, "error_there": 0.099}
     report = {"ns": [10], "dim": 3, "threshold": 0.5, "device": "cpu (cpu)", "nuts_grad_ms": [0.1],
               "times": {"pmd": [cell], "nuts": [{"seconds": 9.0, "best": math.nan, "without_compilation": 9.0,
@@ -79,6 +79,6 @@ def test_growing_n_states_the_error_where_each_method_reached_and_adds_particle_
     # NUTS above the largest timed N: its stepping time there scaled by the gradient's time ratio
     assert abs(growing.extrapolated_seconds(11.5, 4.87, 43.37) - 11.5 * 43.37 / 4.87) < 1e-9
     section = {"methods": {"pmd": {"num_particles": 1000, "rejuvenate": "auto"}, "svi": {}}}
-    labels = growing.with_particle_counts(section, ["pmd", "svi"], [250, 500])
+    labels = bench.with_particle_counts(section, ["pmd", "svi"], [250, 500])
     assert labels == ["pmd", "pmd_m250", "pmd_m500", "svi"]
     assert section["methods"]["pmd_m250"] == {"num_particles": 250, "rejuvenate": "auto", "method": "pmd"}
