@@ -90,7 +90,7 @@ def extrapolated_seconds(timed_seconds: float, timed_ms: float, ms: float) -> fl
     stepping is its gradients, and it needs as many of them at either ``N`` (the gradient count at
     the timed ``N`` is recorded beside it). The ratio, not the count × ``ms``: a gradient timed
     alone took 2.0× (N = 2·10⁵) and 2.8× (10⁶) the time a gradient took inside NUTS's own run on
-    the 2-core CPU, and the product put NUTS at 200 s at 10⁶ where it was timed at 87 s
+    the 2-core CPU, and the product put NUTS at 200 s at 10⁶ where it was timed at 87-96 s
     (docs/findings.md, 2026-11-27)."""
     return timed_seconds * ms / timed_ms
 
