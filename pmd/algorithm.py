@@ -57,8 +57,9 @@ Two variants share that update (``variant``):
   pass the cloud is resampled and moved by 5 MALA steps on the partial posterior of exactly the
   rows seen (Chopin's IBIS; ``step`` then needs ``rows=``, the batch's row indices, which
   :func:`pmd.run` passes), and at the end of passes 1, 2, 4, ... on the posterior itself, scaled
-  by the target's Laplace covariance (minus its inverse Hessian at the cloud's mean; the cloud's
-  covariance where that is not positive definite, as between two modes). Each round then ends
+  by the target's Laplace covariance (minus its inverse Hessian at the cloud's mean; along a
+  direction where that Hessian does not curve downwards, as between two modes, the cloud's variance
+  along it). Each round then ends
   with 2 sweeps of an independence sampler whose proposal is the KDE iterate of the other half of
   the particles, so that particles cross between modes and a mode's mass converges to the
   target's instead of keeping the one the first pass's weights gave it

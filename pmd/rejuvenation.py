@@ -32,8 +32,9 @@ The kernel: the weighted particles are resampled (stratified), then ``steps`` Me
 Langevin moves (Roberts & Tweedie 1996) preconditioned by ``A = R Rᵀ``:
 ``θ' = θ + ε²/2 · A ∇log π(θ) + ε R z``, accepted with the Metropolis-Hastings ratio. ``A`` is
 (``precondition``) the cloud's weighted covariance (``"cloud"``, default) or the inverse of minus
-the target's Hessian at the cloud's weighted mean (``"hessian"``, the Laplace covariance; the
-cloud's where that is not positive definite, as between two modes). A cloud that has collapsed in
+the target's Hessian at the cloud's weighted mean (``"hessian"``, the Laplace covariance; along a
+direction where that Hessian does not curve downwards, as between two modes, the cloud's variance
+along it: :func:`hessian_root`). A cloud that has collapsed in
 some direction cannot re-expand under its own covariance (measured: 11.3 sd off at the end of the
 paper-scale first pass with ``"cloud"``, 0.5 with ``"hessian"``). ``ε`` starts at
 ``1.65 d^{-1/6}`` (Roberts & Rosenthal 1998: optimal for a Gaussian target whose covariance is the
@@ -314,16 +315,34 @@ def cholesky_root(cov: Array, jitter: float) -> tuple[Array, Array]:
 
 
 def hessian_root(precision: Array, fallback_cov: Array, jitter: float) -> tuple[Array, Array]:
-    """``(R, R⁻¹)`` with ``R Rᵀ = precision⁻¹`` (``R = V Λ^{-1/2}`` from the eigendecomposition),
-    or the Cholesky factor of ``fallback_cov`` and its inverse where ``precision`` (minus the target's
-    Hessian at the cloud's mean) is not positive definite: between two modes of a multimodal target
-    the log density curves upwards, and the cloud's covariance is the better guess there."""
+    """``(R, R⁻¹)`` with ``R Rᵀ = V diag(s) Vᵀ`` from the eigendecomposition ``precision = V Λ Vᵀ``
+    (minus the target's Hessian at the cloud's mean): ``s_k = 1/λ_k`` along every direction of
+    positive curvature, and along a direction where the log density does not curve downwards
+    (``λ_k ≤ 0``) the cloud's own variance there, ``s_k = v_kᵀ Σ v_k`` (``Σ = fallback_cov``). Where
+    ``precision`` is positive definite this is ``precision⁻¹``; where an eigenvalue is not finite,
+    the Cholesky factor of ``Σ`` and its inverse.
+
+    Why per direction: the curvature at one point can be negative in a few directions while it sets
+    the right scale in the others. Between two modes of a multimodal target the log density curves
+    upwards along the line that joins them, and there the cloud's spread is the better guess; and a
+    Gaussian likelihood in ``(β, log σ)`` is not jointly concave: at a point whose ``β`` is off, the
+    direction that moves ``β`` and ``log σ`` together curves upwards while every other keeps the
+    curvature of ``XᵀX/σ²`` (Betancourt's SoftAbs metric, 2013, and saddle-free Newton, Dauphin et
+    al. 2014, likewise keep the Hessian's scale along every direction and replace only where it
+    fails; we take the cloud's variance there rather than ``1/|λ|``, since at a saddle ``|λ|`` is not
+    a scale of the target). Measured on posteriordb's diamonds (d = 26, docs/findings.md
+    2026-11-27): the Hessian at the cloud's mean had exactly one negative eigenvalue at every
+    first-pass round, and falling back to the cloud's covariance in every direction, as this
+    function did, left a cloud that had lost spread unable to re-expand: at m = 250, 127 partial-
+    posterior sd off at the end of the first pass, against 0.26 with the per-direction scale."""
     lam, vec = jnp.linalg.eigh(0.5 * (precision + precision.T))
-    usable = jnp.all(jnp.isfinite(lam)) & (jnp.min(lam) > 0)
-    lam = jnp.where(usable, lam, 1.0)
+    finite = jnp.all(jnp.isfinite(lam))
+    positive = lam > 0
+    cloud_variance = jnp.einsum("ik,ij,jk->k", vec, fallback_cov, vec) + jitter
+    scale = jnp.sqrt(jnp.where(positive, 1.0 / jnp.where(positive, lam, 1.0), cloud_variance))
     chol, chol_inverse = cholesky_root(fallback_cov, jitter)
-    root = jnp.where(usable, vec / jnp.sqrt(lam), chol)
-    inverse_root = jnp.where(usable, (vec * jnp.sqrt(lam)).T, chol_inverse)
+    root = jnp.where(finite, vec * scale, chol)
+    inverse_root = jnp.where(finite, (vec / scale).T, chol_inverse)
     return root, inverse_root
 
 
