@@ -202,7 +202,10 @@ def test_hessian_moves_re_expand_a_collapsed_cloud_where_the_hessian_is_indefini
     hundredths of an sd of the mode here), so 1 sd leaves room for another seed. When the whole
     preconditioner fell back to the cloud's covariance wherever the Hessian was indefinite, the
     collapsed cloud stayed 12.8 sd off after 8 rounds (as on posteriordb's diamonds,
-    docs/findings.md 2026-11-27)."""
+    docs/findings.md 2026-11-27). The one direction of upward curvature here is the offset itself;
+    along it the preconditioner takes the cloud's variance plus the absolute jitter (10⁻⁶, 0.006
+    posterior sd along it), and that floor is what gets the cloud moving there: with a jitter
+    relative to the cloud's own variance instead, it stays 10 sd off (a limit the findings record)."""
     model, data, mode, cov = linear_regression_with_unknown_scale()
     sd = np.sqrt(np.diag(cov))
     lam, vec = np.linalg.eigh(cov[:3, :3])
