@@ -318,7 +318,9 @@ def hessian_root(precision: Array, fallback_cov: Array, jitter: float) -> tuple[
     """``(R, R⁻¹)`` with ``R Rᵀ = V diag(s) Vᵀ`` from the eigendecomposition ``precision = V Λ Vᵀ``
     (minus the target's Hessian at the cloud's mean): ``s_k = 1/λ_k`` along every direction of
     positive curvature, and along a direction where the log density does not curve downwards
-    (``λ_k ≤ 0``) the cloud's own variance there, ``s_k = v_kᵀ Σ v_k`` (``Σ = fallback_cov``). Where
+    (``λ_k ≤ 0``) the cloud's own variance there, ``s_k = v_kᵀ Σ v_k + jitter`` (``Σ = fallback_cov``;
+    the absolute ``jitter`` is the floor that lets a cloud collapsed along that direction start
+    moving, docs/findings.md 2026-11-27, *A limit left in place*). Where
     ``precision`` is positive definite this is ``precision⁻¹``; where an eigenvalue is not finite,
     the Cholesky factor of ``Σ`` and its inverse.
 
