@@ -173,9 +173,14 @@ def test_lda_one_estimator_converges_over_its_fold_in_ladder():
 
 def test_equal_cost_overlay_caps_every_method_at_one_budget():
     """workflow/config/equal_cost.yaml merged into the default: every method of the mixture,
-    logistic and posteriordb experiments runs the same number of passes (a method's own entry would
-    otherwise override the section's), at least ten times the section's default budget (the one
-    the default holds SVI, SGLD, NPL and SVGD to)."""
+    logistic and posteriordb experiments runs the same number of passes of its batches (a method's
+    own entry would otherwise override the section's), at least ten times the section's default
+    budget (the one the default holds SVI, SGLD, NPL and SVGD to), but for a method whose own
+    standard budget is larger, which keeps it; and no method takes fewer steps at the cap than in the
+    standard config. The last is what failed before: PG Gibbs and full-data NPL take all N rows a
+    step (one step a pass), so the cap's passes were 50 of PG Gibbs's 300 sweeps and 20 of full-data
+    NPL's 300 steps, and at the cap they reached nothing where at the standard budget both reach the
+    criterion (docs/findings.md, 2026-11-27)."""
     from pathlib import Path
 
     import yaml
@@ -190,19 +195,23 @@ def test_equal_cost_overlay_caps_every_method_at_one_budget():
     update_config(merged, yaml.safe_load((folder / "equal_cost.yaml").read_text()))
     config_mod.validate(merged)
     for experiment in ("mixture", "logistic", "posteriordb"):
-        def passes(cfg):
+        def budgets(cfg):
+            """label -> (passes, steps per datum): a run takes ``passes · N / batch_size`` steps
+            (posteriordb sets its batches by a rule: no steps here)."""
             section = cfg[experiment]
             defaults = {"batch_size": section.get("batch_size"), "num_passes": section["num_passes"],
                         "eval_every": None}
-            return {label: split_spec(label, dict(spec), defaults)[1]["num_passes"]
-                    for label, spec in section["methods"].items()}
+            out = {}
+            for label, spec in section["methods"].items():
+                run = split_spec(label, dict(spec), defaults)[1]
+                out[label] = (run["num_passes"], run["num_passes"] / run["batch_size"] if run["batch_size"] else None)
+            return out
 
-        capped = passes(merged)
-        assert len(set(capped.values())) == 1, (experiment, capped)
-        assert next(iter(capped.values())) >= 10 * default[experiment]["num_passes"], experiment
-        # a method whose own budget the cap cuts (PG Gibbs: 300 sweeps in the standard config) keeps no
-        # burn-in counted in steps, which the shorter run might not outlast: it is a fraction of the run
-        for label, before in passes(default).items():
-            burn_in = merged[experiment]["methods"][label].get("burn_in")
-            if capped[label] < before and burn_in is not None:
-                assert isinstance(burn_in, float) and burn_in < 1, (experiment, label, burn_in)
+        capped, before = budgets(merged), budgets(default)
+        cap = merged[experiment]["num_passes"]
+        assert cap >= 10 * default[experiment]["num_passes"], experiment
+        for label, (passes, steps) in capped.items():
+            own = before.get(label, (None, None))
+            assert passes == cap or (passes > cap and passes == own[0]), (experiment, label, passes, cap, own)
+            if own[1] is not None:
+                assert steps >= own[1], (experiment, label, capped[label], own)
