@@ -217,52 +217,56 @@ def test_equal_cost_overlay_caps_every_method_at_one_budget():
                 assert steps >= own[1], (experiment, label, capped[label], own)
 
 
+def _retained_chains(cfg, experiment, rows):
+    """label -> (steps, burn-in steps, m, thin) of every method of ``cfg[experiment]`` with a burn-in
+    (a one-chain sampler whose posterior is its last ``m`` retained states:
+    ``baselines._common.SampleBuffer``); ``rows``: the experiment's data size. posteriordb's steps
+    are its rule's whole passes of ``steps_per_pass`` batches (workflow/experiments/posteriordb.py)."""
+    from pmd_bench.workflow.methods import split_spec
+
+    section = cfg[experiment]
+    defaults = {"batch_size": section.get("batch_size"), "num_passes": section["num_passes"], "eval_every": None}
+    out = {}
+    for label, spec in section["methods"].items():
+        args, run = split_spec(label, dict(spec), defaults)
+        if "burn_in" not in args:
+            continue
+        if experiment == "posteriordb":
+            steps = run["num_passes"] * section["steps_per_pass"]
+        else:
+            steps = round(run["num_passes"] * (args.get("train_rows") or rows) / run["batch_size"])  # PG Gibbs: a subset
+        burn = args["burn_in"]
+        burn = int(burn * steps) if isinstance(burn, float) else burn
+        out[label] = (steps, burn, args["num_particles"], args.get("thin", 1))
+    return out
+
+
 def test_equal_cost_overlay_keeps_each_chains_posterior_over_its_whole_run():
     """A one-chain sampler's posterior is its last ``m`` retained states (SGLD, the mixture's Gibbs,
-    PG Gibbs: ``baselines._common.SampleBuffer``). In the standard config each holds every state
-    its chain retains after the burn-in (``m · thin ≥ steps - burn_in``); merged with
-    workflow/config/equal_cost.yaml it must still, with the burn-in no larger a share of the run.
-    What failed before: the cap multiplied the steps but kept ``burn_in`` and ``thin = 1``, so at
-    the cap SGLD's posterior was the run's last 375 of 5,000 states on posteriordb (300 of 2,000 on
-    the mixture, 300 of 4,000 on logistic) and the mixture's Gibbs the last 300 of 2,000 sweeps: the
-    end of one autocorrelated chain, where the standard config's posterior spans it after burn-in
-    (docs/findings.md, 2026-11-27, session 30). Integers throughout: no tolerance."""
+    PG Gibbs). In the standard config each holds every state its chain retains after the burn-in
+    (``m · thin ≥ steps - burn_in``); merged with workflow/config/equal_cost.yaml it must still,
+    with the burn-in no larger a share of the run. What failed before: the cap multiplied the steps
+    but kept ``burn_in`` and ``thin = 1``, so at the cap SGLD's posterior was the run's last 375 of
+    5,000 states on posteriordb (300 of 2,000 on the mixture, 300 of 4,000 on logistic) and the
+    mixture's Gibbs the last 300 of 2,000 sweeps: the end of one autocorrelated chain, where the
+    standard config's posterior spans it after burn-in (docs/findings.md, 2026-11-27, session 30).
+    Integers throughout: no tolerance."""
     from pathlib import Path
 
     import yaml
     from snakemake.utils import update_config
 
     from pmd_bench.workflow import config as config_mod
-    from pmd_bench.workflow.methods import split_spec
 
     folder = Path(config_mod.DEFAULT_CONFIG).parent
     standard = yaml.safe_load((folder / "standard.yaml").read_text())
     merged = yaml.safe_load((folder / "standard.yaml").read_text())
     update_config(merged, yaml.safe_load((folder / "equal_cost.yaml").read_text()))
-    sizes = {"mixture": standard["mixture"]["num_data"], "logistic": 800}  # the embedded 800-digit subset
-
-    def chains(cfg, experiment):
-        """label -> (steps, burn-in steps, m, thin) of every method with a burn-in; posteriordb's
-        steps are its rule's whole passes of steps_per_pass batches (workflow/experiments/posteriordb.py)."""
-        section = cfg[experiment]
-        defaults = {"batch_size": section.get("batch_size"), "num_passes": section["num_passes"], "eval_every": None}
-        out = {}
-        for label, spec in section["methods"].items():
-            args, run = split_spec(label, dict(spec), defaults)
-            if "burn_in" not in args:
-                continue
-            if experiment == "posteriordb":
-                steps = run["num_passes"] * section["steps_per_pass"]
-            else:
-                steps = round(run["num_passes"] * sizes[experiment] / run["batch_size"])
-            burn = args["burn_in"]
-            burn = int(burn * steps) if isinstance(burn, float) else burn
-            out[label] = (steps, burn, args["num_particles"], args.get("thin", 1))
-        return out
-
+    rows = {"mixture": standard["mixture"]["num_data"], "logistic": 800, "posteriordb": None}  # the 800-digit subset
     checked = []
     for experiment in ("mixture", "logistic", "posteriordb"):
-        before, capped = chains(standard, experiment), chains(merged, experiment)
+        before = _retained_chains(standard, experiment, rows[experiment])
+        capped = _retained_chains(merged, experiment, rows[experiment])
         assert set(before) == set(capped), experiment
         for label, (steps, burn, m, thin) in capped.items():
             s0, b0, m0, t0 = before[label]
@@ -273,3 +277,26 @@ def test_equal_cost_overlay_keeps_each_chains_posterior_over_its_whole_run():
             assert burn * s0 <= b0 * steps, (experiment, label, "burn-in", burn, "of", steps, "against", b0, "of", s0)
             checked.append((experiment, label))
     assert {("mixture", "sgld"), ("mixture", "gibbs"), ("logistic", "sgld"), ("posteriordb", "sgld")} <= set(checked)
+
+
+def test_paper_config_chains_hold_every_state_after_burn_in():
+    """The paper config (H.1, H.2): the mixture's SGLD (2,500 steps, H.1's burn-in 1000, m = 1500)
+    and Gibbs (1,550 sweeps, burn-in 50) hold every state after their burn-in; the logistic SGLD
+    (79,441 steps of batch 100 over 1,588,815 rows, H.2's burn-in 1000, m = 1000) must too, thinned.
+    Before: it held the run's last 1000 of 78,441 states after burn-in, 1.3 % of them."""
+    from pathlib import Path
+
+    import yaml
+
+    from pmd_bench.workflow import config as config_mod
+
+    paper = yaml.safe_load((Path(config_mod.DEFAULT_CONFIG).parent / "paper.yaml").read_text())
+    rows = {"mixture": paper["mixture"]["num_data"],
+            "logistic": paper["datasets"]["options"][paper["logistic"]["dataset"]]["rows"]}
+    checked = []
+    for experiment, size in rows.items():
+        for label, (steps, burn, m, thin) in _retained_chains(paper, experiment, size).items():
+            assert m * thin >= steps - burn, (experiment, label, "the posterior is the last", m * thin, "of",
+                                              steps - burn, "states after burn-in")
+            checked.append((experiment, label))
+    assert {("mixture", "sgld"), ("mixture", "gibbs"), ("logistic", "sgld")} <= set(checked)
