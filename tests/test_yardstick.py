@@ -171,6 +171,32 @@ def test_lda_one_estimator_converges_over_its_fold_in_ladder():
     assert abs(ladder[2] - ladder[1]) < 0.01 and ladder[0] > ladder[2]
 
 
+def _standard_and_capped():
+    """The standard config and the same with workflow/config/equal_cost.yaml merged over it."""
+    from pathlib import Path
+
+    import yaml
+    from snakemake.utils import update_config
+
+    from pmd_bench.workflow import config as config_mod
+
+    folder = Path(config_mod.DEFAULT_CONFIG).parent
+    standard = yaml.safe_load((folder / "standard.yaml").read_text())  # the overlay's base
+    merged = yaml.safe_load((folder / "standard.yaml").read_text())
+    update_config(merged, yaml.safe_load((folder / "equal_cost.yaml").read_text()))
+    return standard, merged
+
+
+def _method_runs(section):
+    """``(label, constructor arguments, run settings)`` of every method of an experiment's section,
+    the section's ``batch_size`` and ``num_passes`` filling in what a method's entry leaves out."""
+    from pmd_bench.workflow.methods import split_spec
+
+    defaults = {"batch_size": section.get("batch_size"), "num_passes": section["num_passes"], "eval_every": None}
+    for label, spec in section["methods"].items():
+        yield (label, *split_spec(label, dict(spec), defaults))
+
+
 def test_equal_cost_overlay_caps_every_method_at_one_budget():
     """workflow/config/equal_cost.yaml merged into the default: every method of the mixture,
     logistic and posteriordb experiments runs the same number of passes of its batches (a method's
@@ -181,31 +207,16 @@ def test_equal_cost_overlay_caps_every_method_at_one_budget():
     step (one step a pass), so the cap's passes were 50 of PG Gibbs's 300 sweeps and 20 of full-data
     NPL's 300 steps, and at the cap they reached nothing where at the standard budget both reach the
     criterion (docs/findings.md, 2026-11-27)."""
-    from pathlib import Path
-
-    import yaml
-    from snakemake.utils import update_config
-
     from pmd_bench.workflow import config as config_mod
-    from pmd_bench.workflow.methods import split_spec
 
-    folder = Path(config_mod.DEFAULT_CONFIG).parent
-    default = yaml.safe_load((folder / "standard.yaml").read_text())  # the overlay's base
-    merged = yaml.safe_load((folder / "standard.yaml").read_text())
-    update_config(merged, yaml.safe_load((folder / "equal_cost.yaml").read_text()))
+    default, merged = _standard_and_capped()
     config_mod.validate(merged)
     for experiment in ("mixture", "logistic", "posteriordb"):
         def budgets(cfg):
             """label -> (passes, steps per datum): a run takes ``passes · N / batch_size`` steps
             (posteriordb sets its batches by a rule: no steps here)."""
-            section = cfg[experiment]
-            defaults = {"batch_size": section.get("batch_size"), "num_passes": section["num_passes"],
-                        "eval_every": None}
-            out = {}
-            for label, spec in section["methods"].items():
-                run = split_spec(label, dict(spec), defaults)[1]
-                out[label] = (run["num_passes"], run["num_passes"] / run["batch_size"] if run["batch_size"] else None)
-            return out
+            return {label: (run["num_passes"], run["num_passes"] / run["batch_size"] if run["batch_size"] else None)
+                    for label, _, run in _method_runs(cfg[experiment])}
 
         capped, before = budgets(merged), budgets(default)
         cap = merged[experiment]["num_passes"]
@@ -222,13 +233,9 @@ def _retained_chains(cfg, experiment, rows):
     (a one-chain sampler whose posterior is its last ``m`` retained states:
     ``baselines._common.SampleBuffer``); ``rows``: the experiment's data size. posteriordb's steps
     are its rule's whole passes of ``steps_per_pass`` batches (workflow/experiments/posteriordb.py)."""
-    from pmd_bench.workflow.methods import split_spec
-
     section = cfg[experiment]
-    defaults = {"batch_size": section.get("batch_size"), "num_passes": section["num_passes"], "eval_every": None}
     out = {}
-    for label, spec in section["methods"].items():
-        args, run = split_spec(label, dict(spec), defaults)
+    for label, args, run in _method_runs(section):
         if "burn_in" not in args:
             continue
         if experiment == "posteriordb":
@@ -251,17 +258,7 @@ def test_equal_cost_overlay_keeps_each_chains_posterior_over_its_whole_run():
     mixture's Gibbs the last 300 of 2,000 sweeps: the end of one autocorrelated chain, where the
     standard config's posterior spans it after burn-in (docs/findings.md, 2026-11-27, session 30).
     Integers throughout: no tolerance."""
-    from pathlib import Path
-
-    import yaml
-    from snakemake.utils import update_config
-
-    from pmd_bench.workflow import config as config_mod
-
-    folder = Path(config_mod.DEFAULT_CONFIG).parent
-    standard = yaml.safe_load((folder / "standard.yaml").read_text())
-    merged = yaml.safe_load((folder / "standard.yaml").read_text())
-    update_config(merged, yaml.safe_load((folder / "equal_cost.yaml").read_text()))
+    standard, merged = _standard_and_capped()
     rows = {"mixture": standard["mixture"]["num_data"], "logistic": 800, "posteriordb": None}  # the 800-digit subset
     checked = []
     for experiment in ("mixture", "logistic", "posteriordb"):
