@@ -85,6 +85,19 @@ def sparse_gp_cost(r: dict[str, Any]) -> str:
             f"benchmark process's peak resident set: {_fmt(r['peak_rss_mib'])} MiB.")
 
 
+def inducing_moves(r: dict[str, Any]) -> str:
+    """``bench_inducing_moves.py``: one inducing-input proposal's evidence from the carried statistics
+    (the block's rows and columns recomputed) over the same evidence computed afresh."""
+    return (f"{r['dtype']}, {r['rows']:,} rows, d = {r['dim']}, M = {r['inducing']}, blocks of {r['block']}, "
+            f"slices of {r['chunk_rows']:,} rows, medians of {r['rounds']} interleaved rounds after compilation, on "
+            f"{_machine(r)}. Reference timed in the same rounds: the same proposal's evidence computed afresh "
+            f"(`collapsed_evidence`).\n\n"
+            f"| evidence of one proposal | ms |\n|---|---|\n| afresh (reference) | {_fmt(r['fresh_ms'])} |\n"
+            f"| block update | {_fmt(r['update_ms'])} |\n\n"
+            f"Block update over afresh: **{r['update_over_fresh']:.3f}×**; the two evidences differ by "
+            f"{r['max_abs_diff']:.1e} nats (of {r['log_evidence']:,.0f}).")
+
+
 def lda_cost(r: dict[str, Any]) -> str:
     """``bench_lda_cost.py``: ms per document, tokens per second, the paper's run extrapolated, and
     our online VB's speed against scikit-learn's and gensim's."""

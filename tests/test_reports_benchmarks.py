@@ -69,6 +69,15 @@ def test_sparse_gp_cost_benchmark_writes_its_table(tmp_path):
     assert f"**{report['svi_over_gpjax']:.2f}×**" in table
 
 
+def test_inducing_moves_benchmark_writes_its_table(tmp_path):
+    report, table = run_script("bench_inducing_moves.py", tmp_path / "inducing_moves.json",
+                               "--rows", "700", "--dim", "3", "--inducing", "16", "--block", "2", "--chunk-rows", "256",
+                               "--rounds", "1")
+    assert report["fresh_ms"] > 0 and report["update_ms"] > 0
+    assert report["max_abs_diff"] < 1e-8 * abs(report["log_evidence"])  # the same evidence both ways
+    assert f"**{report['update_over_fresh']:.3f}×**" in table and "700 rows, d = 3, M = 16" in table
+
+
 def test_pmd_profile_writes_its_table(tmp_path):
     # the script broke when the default moves gained the independence sweeps (their kernel= was missing)
     # --xla-flags reach XLA before JAX starts its backend: the dump of one small program appears

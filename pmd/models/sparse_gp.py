@@ -211,25 +211,70 @@ def sum_over_rows(fn, x: Array, y: Array, chunk_rows: int | None):
     return jax.tree_util.tree_map(lambda p: jnp.sum(p, axis=0), parts)
 
 
-def collapsed_evidence(model: SparseGP, z: Array, data: dict, chunk_rows: int | None = None
-                       ) -> tuple[Array, Array, Array, Array]:
-    """``log p(y | Z)`` (the DTC evidence, :func:`dtc_log_evidence`'s quantity) in JAX, with the exact
-    posterior of the whitened ``v`` that comes with it, in ``O(N M²)``.
+def kernel_statistics(model: SparseGP, z: Array, data: dict, chunk_rows: int | None = None
+                      ) -> tuple[Array, Array, Array]:
+    """The whole data set's sufficient statistics of the DTC likelihood for inducing inputs ``z``:
+    ``(Φ, ψ, c) = (K_mn K_nm, K_mn y, Σ_n log N(y_n | 0, β⁻¹))``, summed over slices of ``chunk_rows``
+    rows (:func:`sum_over_rows`) in ``O(N M (M + d))``. Unwhitened, so that replacing a few inducing
+    inputs changes only their rows and columns (:func:`replace_inducing`)."""
+    beta = model.precision
+    x, y = jnp.asarray(data["x"]), jnp.asarray(data["y"])
 
-    With ``(P, r, c)`` the whole data set's :func:`batch_statistics` (``scale = 1``), the likelihood
-    is ``exp(-½ vᵀPv + rᵀv + c)`` and the prior ``N(0, I)``, so
-    ``p(y|Z) = ∫ N(v|0, I) exp(-½ vᵀPv + rᵀv + c) dv = exp(A(I + P, r) - A(I, 0) + c)``
+    def part(xc, yc, keep):
+        k = model.kernel(z, xc) * keep  # (M, rows); padding rows zeroed
+        terms = (-0.5 * beta * yc**2 + 0.5 * jnp.log(beta / (2.0 * math.pi))) * keep
+        return k @ k.T, k @ yc, jnp.sum(terms)
+
+    return sum_over_rows(part, x, y, chunk_rows)
+
+
+def replace_inducing(model: SparseGP, z: Array, phi: Array, psi: Array, block: Array, points: Array, data: dict,
+                     chunk_rows: int | None = None) -> tuple[Array, Array, Array]:
+    """``Z`` with its rows ``block`` replaced by ``points (b, d)``, and its :func:`kernel_statistics`
+    ``(Φ, ψ)`` updated to match: ``(Z', Φ', ψ')``.
+
+    Only ``Φ``'s rows and columns ``block`` and ``ψ``'s entries ``block`` depend on the replaced
+    inputs: ``Φ'_{b·} = K_{b'n} K_{nm'}`` and ``ψ'_b = K_{b'n} y``, one read of the rows in
+    ``O(N M d + N b M)`` (the kernel between the rows and all of ``Z'``, then ``b`` rows of
+    products) against :func:`kernel_statistics`' ``O(N M (M + d))``; every changed entry is computed
+    afresh, not by adding and subtracting, so a long chain of replacements accumulates no error."""
+    z_new = z.at[block].set(points)
+    x, y = jnp.asarray(data["x"]), jnp.asarray(data["y"])
+
+    def part(xc, yc, keep):
+        k_block = model.kernel(points, xc) * keep  # (b, rows)
+        return k_block @ model.kernel(z_new, xc).T, k_block @ yc
+
+    rows, psi_block = sum_over_rows(part, x, y, chunk_rows)
+    return z_new, phi.at[block, :].set(rows).at[:, block].set(rows.T), psi.at[block].set(psi_block)
+
+
+def evidence_from_statistics(model: SparseGP, z: Array, phi: Array, psi: Array, c: Array
+                             ) -> tuple[Array, Array, Array, Array]:
+    """``log p(y | Z)`` (the DTC evidence, :func:`dtc_log_evidence`'s quantity) from
+    :func:`kernel_statistics`, with the exact posterior of the whitened ``v`` that comes with it, in
+    ``O(M³)``.
+
+    Whitened, the likelihood is ``exp(-½ vᵀPv + rᵀv + c)`` with ``P = β L⁻¹ Φ L⁻ᵀ`` and
+    ``r = β L⁻¹ ψ`` (:func:`batch_statistics` of the whole data set at ``scale = 1``), and the prior
+    ``N(0, I)``, so ``p(y|Z) = ∫ N(v|0, I) exp(-½ vᵀPv + rᵀv + c) dv = exp(A(I + P, r) - A(I, 0) + c)``
     (:func:`log_partition`) and ``p(v | y, Z)`` has natural parameters ``(I + P, r)``: Titsias'
     (2009) optimal ``q(u|Z)`` after whitening. Returns ``(log p(y|Z), L, I + P, r)`` with ``L`` the
-    whitening factor of ``z``.
-    """
+    whitening factor of ``z``."""
     chol_k = whitening(model, z)
-    x, y = jnp.asarray(data["x"]), jnp.asarray(data["y"])
-    p, r, c = sum_over_rows(lambda xc, yc, keep: batch_statistics(model, features(model, z, chol_k, xc), yc, 1.0,
-                                                                  keep), x, y, chunk_rows)
+    half = solve_triangular(chol_k, phi, lower=True)  # L⁻¹Φ
+    p = model.precision * solve_triangular(chol_k, half.T, lower=True)  # L⁻¹ Φ L⁻ᵀ (Φ symmetric)
     m = z.shape[0]
-    prec = jnp.eye(m, dtype=p.dtype) + p
+    prec = jnp.eye(m, dtype=p.dtype) + 0.5 * (p + p.T)
+    r = model.precision * solve_triangular(chol_k, psi, lower=True)
     return log_partition(prec, r) - 0.5 * m * math.log(2.0 * math.pi) + c, chol_k, prec, r
+
+
+def collapsed_evidence(model: SparseGP, z: Array, data: dict, chunk_rows: int | None = None
+                       ) -> tuple[Array, Array, Array, Array]:
+    """:func:`evidence_from_statistics` of the whole data set's :func:`kernel_statistics`:
+    ``(log p(y|Z), L, I + P, r)`` in ``O(N M (M + d))``."""
+    return evidence_from_statistics(model, z, *kernel_statistics(model, z, data, chunk_rows))
 
 
 def log_partition(prec: Array, shift: Array) -> Array:
