@@ -1,8 +1,8 @@
 """What one Metropolis-Hastings proposal of structured PMD's inducing-input moves costs
 (:mod:`pmd.structured.sparse_gp_moves`, issue 35): its evidence ``p(y|Z')`` from the carried
 statistics with only the block's rows and columns recomputed
-(:func:`pmd.models.sparse_gp.replace_inducing` then :func:`~pmd.models.sparse_gp.evidence_from_statistics`,
-what the chain does), against the reference timed in the same rounds: the same ``Z'``'s evidence
+(:meth:`pmd.models.sparse_gp.DataKernel.replace`, the block's columns of the kept kernel, then
+:func:`~pmd.models.sparse_gp.evidence_from_statistics`: what the chain does), against the reference timed in the same rounds: the same ``Z'``'s evidence
 computed afresh (:func:`~pmd.models.sparse_gp.collapsed_evidence`, what the chain did before, and
 what every chain still pays once at its start).
 
@@ -30,8 +30,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pmd.models.sparse_gp import (SparseGP, collapsed_evidence, evidence_from_statistics,  # noqa: E402
-                                  kernel_statistics, replace_inducing)
+from pmd.models.sparse_gp import DataKernel, SparseGP, collapsed_evidence, evidence_from_statistics  # noqa: E402
 from pmd_bench.reports import benchmarks as bench_report  # noqa: E402
 
 
@@ -61,16 +60,19 @@ def main() -> None:
     points = data["x"][rng.choice(args.rows, args.block, replace=False)] + 0.01
     chunk = args.chunk_rows
     fresh = jax.jit(lambda zz: collapsed_evidence(model, zz, data, chunk)[0])
-    update = jax.jit(lambda zz, phi, psi, c: evidence_from_statistics(
-        model, *replace_inducing(model, zz, phi, psi, block, points, data, chunk), c)[0])
-    statistics = jax.jit(lambda zz: kernel_statistics(model, zz, data, chunk))
-    phi, psi, c = jax.block_until_ready(statistics(z))
+
+    @jax.jit
+    def update(zz, kernel):
+        z_new, _, phi, psi = kernel.replace(model, zz, block, points)
+        return evidence_from_statistics(model, z_new, phi, psi, kernel.c)[0]
+
+    kernel = jax.block_until_ready(jax.jit(lambda zz: DataKernel.build(model, zz, data, chunk))(z))
     z_new = z.at[block].set(points)
-    ev_fresh, ev_update = jax.block_until_ready((fresh(z_new), update(z, phi, psi, c)))  # compiles both
+    ev_fresh, ev_update = jax.block_until_ready((fresh(z_new), update(z, kernel)))  # compiles both
     times: dict[str, list[float]] = {"fresh": [], "update": []}
     for _ in range(args.rounds):
         times["fresh"].append(timed(fresh, z_new)[0])
-        times["update"].append(timed(update, z, phi, psi, c)[0])
+        times["update"].append(timed(update, z, kernel)[0])
     fresh_s, update_s = np.asarray(times["fresh"]), np.asarray(times["update"])
     report = {"backend": jax.default_backend(), "cpus": os.cpu_count(), "dtype": "float64", "rows": args.rows,
               "dim": args.dim, "inducing": args.inducing, "block": args.block, "chunk_rows": chunk,

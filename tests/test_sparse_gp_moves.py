@@ -11,8 +11,8 @@ import pytest
 from scipy.special import logsumexp
 
 from pmd import ConfigError, run, run_batched
-from pmd.models.sparse_gp import (SparseGP, collapsed_evidence, dtc_log_evidence, evidence_from_statistics,
-                                  exact_gp_predict, kernel_statistics, replace_inducing, titsias_predict)
+from pmd.models.sparse_gp import (DataKernel, SparseGP, collapsed_evidence, dtc_log_evidence,
+                                  evidence_from_statistics, exact_gp_predict, kernel_statistics, titsias_predict)
 from pmd.structured.sparse_gp import StructuredPMDGP
 from pmd.structured.sparse_gp_moves import InducingMoves
 
@@ -55,33 +55,43 @@ def test_moves_leave_the_posterior_of_one_inducing_input_invariant():
     assert ks < 1.95 / np.sqrt(n)
 
 
-def test_block_replacements_keep_the_statistics_and_the_evidence_exact():
-    """A chain of 25 replacements of 3 of 12 inducing inputs (3-d inputs, 301 rows summed in slices
-    of 64, so the last slice is padded) updates only the changed rows and columns of ``Φ = K_mn K_nm``
-    and entries of ``ψ = K_mn y``; at the end they equal a fresh :func:`kernel_statistics` of the
-    final ``Z``, and :func:`evidence_from_statistics` gives the float64 NumPy
-    :func:`dtc_log_evidence` of it, both to round-off (1e-10 relative: every changed entry is
-    recomputed, nothing is added and subtracted, so the chain accumulates no error; measured
-    1e-14 and 1e-12). An update that left the block's columns (or its rows) stale would be off by
-    the kernel's O(1) values."""
+def test_block_replacements_keep_the_kernel_statistics_and_evidence_exact():
+    """A chain of 30 proposals replacing 3 of 12 inducing inputs (3-d inputs, 301 rows in slices of
+    64, so the last slice is padded), every other one accepted, updates only the changed columns of
+    the kept kernel, rows and columns of ``Φ = K_mn K_nm`` and entries of ``ψ = K_mn y``. At the end
+    they equal a fresh :meth:`DataKernel.build` and the slice-summed :func:`kernel_statistics` of the
+    final ``Z`` to round-off (1e-10 relative: every changed entry is recomputed, nothing is added and
+    subtracted, so the chain accumulates no error; measured about 1e-14), and
+    :func:`evidence_from_statistics` gives the float64 NumPy :func:`dtc_log_evidence` of it. An
+    update that left the block's columns of ``Φ`` (or its rows, or the kernel's columns) stale, or
+    that kept a rejected proposal, would be off by the kernel's O(1) values."""
     rng = np.random.default_rng(0)
     x = rng.uniform(-1.0, 1.0, (301, 3))
     y = np.sin(x.sum(axis=1)) + 0.1 * rng.standard_normal(301)
     model = SparseGP.from_data(x, noise_variance=0.01, num_inducing=12, jitter=1e-6)
     data = {"x": jnp.asarray(x), "y": jnp.asarray(y)}
     z = model.sample_inducing(jax.random.key(0), 1, jnp.float64)[0]
-    phi, psi, c = kernel_statistics(model, z, data, 64)
-    replace = jax.jit(lambda z, phi, psi, block, points: replace_inducing(model, z, phi, psi, block, points, data, 64))
-    for k in jax.random.split(jax.random.key(1), 25):
+    kernel = DataKernel.build(model, z, data, 64)
+
+    @jax.jit
+    def propose(kernel, z, block, points, accept):
+        z_new, columns, phi, psi = kernel.replace(model, z, block, points)
+        return jnp.where(accept, z_new, z), kernel.accept(accept, block, columns, phi, psi)
+
+    for i, k in enumerate(jax.random.split(jax.random.key(1), 30)):
         k_block, k_points = jax.random.split(k)
         block = jax.random.choice(k_block, 12, (3,), replace=False)
-        z, phi, psi = replace(z, phi, psi, block, jax.random.uniform(k_points, (3, 3), jnp.float64, -1.0, 1.0))
-    fresh_phi, fresh_psi, fresh_c = kernel_statistics(model, z, data)
-    np.testing.assert_allclose(np.asarray(phi), np.asarray(fresh_phi), rtol=1e-10, atol=1e-10 * float(jnp.max(phi)))
-    np.testing.assert_allclose(np.asarray(psi), np.asarray(fresh_psi), rtol=1e-10, atol=1e-10 * float(jnp.max(psi)))
-    log_ev = float(evidence_from_statistics(model, z, phi, psi, c)[0])
+        z, kernel = propose(kernel, z, block, jax.random.uniform(k_points, (3, 3), jnp.float64, -1.0, 1.0),
+                            jnp.asarray(i % 2 == 0))
+    fresh = DataKernel.build(model, z, data, 64)
+    phi, psi, c = kernel_statistics(model, z, data)
+    for got, want in ((kernel.k, fresh.k), (kernel.phi, fresh.phi), (kernel.psi, fresh.psi), (kernel.phi, phi),
+                      (kernel.psi, psi)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10,
+                                   atol=1e-10 * float(jnp.max(jnp.abs(want))))
+    assert float(kernel.c) == pytest.approx(float(c), rel=1e-12)
+    log_ev = float(evidence_from_statistics(model, z, kernel.phi, kernel.psi, kernel.c)[0])
     assert log_ev == pytest.approx(dtc_log_evidence(model, np.asarray(z), x, y), rel=1e-10)
-    assert float(c) == pytest.approx(float(fresh_c), rel=1e-12)
 
 
 def test_a_chain_of_moves_ends_on_its_z_s_own_evidence_and_posterior():

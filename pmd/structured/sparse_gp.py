@@ -219,8 +219,9 @@ class StructuredPMDGP:
         k_resample, k_move = jax.random.split(key)
         l = self.num_particles
         z = state.inducing[stratified_draw(k_resample, state.log_weights, l)]
-        z, log_ev, chol, prec, shift, acceptance = jax.vmap(
-            lambda k, zz: self.moves.move(k, self.model, data, zz))(jax.random.split(k_move, l), z)
+        # one chain after another: each keeps its kernel against the data (N × M numbers)
+        z, log_ev, chol, prec, shift, acceptance = jax.lax.map(
+            lambda a: self.moves.move(a[0], self.model, data, a[1]), (jax.random.split(k_move, l), z))
         return replace(state, inducing=z, chol_k=chol, prec=prec, shift=shift,
                        log_partition=jax.vmap(log_partition)(prec, shift),
                        log_weights=jnp.full((l,), -jnp.log(l), shift.dtype), base=-(log_ev - jnp.max(log_ev)),

@@ -42,12 +42,15 @@ the best particle's Titsias optimum as the ceiling, and a tempered mixture is no
 and over a random walk on ``Z`` (in ``M × d`` = 256 × 90 dimensions it would need tiny steps to be
 accepted and could not bring an inducing input from the box's corners onto the data).
 
-Cost: a round reads all ``N`` rows ``steps + 1`` times per particle: the evidence of the resampled
-particles, ``O(l N M (M + d))``, then one read per proposal, which recomputes only the ``block`` rows
-and columns of the unwhitened statistics (:func:`pmd.models.sparse_gp.replace_inducing`,
-``O(l N M (d + block))`` plus ``O(l M³)`` for the evidence), and the KDE term ``O(block N d)``. At
-H.3.2's settings (``N`` = 463,715, ``M`` = 1,024, ``d`` = 90, block 4) a proposal costs about a
-twentieth of a fresh evidence's ``N M (M + d)``, which the chain paid before (issue 35).
+Cost: a round reads all ``N`` rows ``steps + 1`` times per particle: the kernel against the data
+and the evidence of the resampled particles, ``O(l N M (M + d))``, then one read per proposal, which
+recomputes only the ``block`` columns of the kept kernel and rows and columns of the unwhitened
+statistics (:meth:`pmd.models.sparse_gp.DataKernel.replace`, ``O(l N block (M + d))`` plus ``O(l M³)``
+for the evidence), and the KDE term ``O(block N d)``. The particles' chains run one after another
+(:meth:`pmd.structured.sparse_gp.StructuredPMDGP.move`), each keeping its kernel's ``N M`` numbers
+(H.3.2: 3.8 GB float64). Before (issue 35), every proposal's evidence was computed afresh in
+``O(N M (M + d))``: at H.3.2's settings (``N`` = 463,715, ``M`` = 1,024, ``d`` = 90, block 4) the
+block update is measured in ``benchmarks/bench_inducing_moves.py``.
 """
 
 from __future__ import annotations
@@ -61,8 +64,7 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
 from ..interface import ConfigError, require_positive_int
-from ..models.sparse_gp import (SparseGP, evidence_from_statistics, kernel_statistics, replace_inducing,
-                                squared_distances)
+from ..models.sparse_gp import DataKernel, SparseGP, evidence_from_statistics, squared_distances
 
 Array = jax.Array
 KEYS = ("steps", "block", "bandwidth", "chunk_rows")
@@ -131,33 +133,35 @@ class InducingMoves:
         ``(Z, log p(y|Z), L, Λ, h, acceptance)``: the final ``Z``, its evidence, whitening factor,
         the natural parameters of ``p(v|y, Z)``, and the fraction of the steps accepted.
 
-        The chain carries the current ``Z``'s :func:`kernel_statistics`; a proposal's come from
-        :func:`replace_inducing` (its ``block`` rows and columns recomputed), its evidence from
-        :func:`evidence_from_statistics`: the same ``p(y|Z')`` as a fresh :func:`collapsed_evidence`
-        (``tests/test_sparse_gp_moves.py``), at ``O(N M d + N·block·M + M³)`` a step instead of
-        ``O(N M (M + d))``."""
+        The chain keeps the current ``Z``'s kernel against the data and its statistics
+        (:class:`pmd.models.sparse_gp.DataKernel`, built once at the start); a proposal's statistics
+        come from :meth:`~pmd.models.sparse_gp.DataKernel.replace` (the block's columns of the
+        kernel, rows and columns of ``Φ``), its evidence from :func:`evidence_from_statistics`: the
+        same ``p(y|Z')`` as a fresh :func:`~pmd.models.sparse_gp.collapsed_evidence`
+        (``tests/test_sparse_gp_moves.py``), at ``O(N·block·(M + d) + M³)`` a step instead of
+        ``O(N M (M + d))``. Memory: the kernel's ``N M`` numbers for the chain (run the particles'
+        chains one after another, not vectorised, where that is large)."""
         x = jnp.asarray(data["x"])
         lo, hi = jnp.asarray(model.lower, z.dtype), jnp.asarray(model.upper, z.dtype)
-        phi, psi, c = kernel_statistics(model, z, data, self.chunk_rows)
+        kernel = DataKernel.build(model, z, data, self.chunk_rows)
 
         def one(carry, k):
-            z, phi, psi, log_ev, chol, prec, shift, accepted = carry
+            z, kernel, log_ev, chol, prec, shift, accepted = carry
             k_block, k_new, k_u = jax.random.split(k, 3)
             block = jax.random.choice(k_block, z.shape[0], (self.block,), replace=False)
             new_points = self.propose(k_new, model, x, z.dtype)
-            z_new, phi_new, psi_new = replace_inducing(model, z, phi, psi, block, new_points, data, self.chunk_rows)
-            new = evidence_from_statistics(model, z_new, phi_new, psi_new, c)
+            z_new, columns, phi, psi = kernel.replace(model, z, block, new_points)
+            new = evidence_from_statistics(model, z_new, phi, psi, kernel.c)
             log_ratio = (new[0] - log_ev + jnp.sum(self.proposal_log_density(model, z[block], x))
                          - jnp.sum(self.proposal_log_density(model, new_points, x)))
             inside = jnp.all((new_points >= lo) & (new_points <= hi))
             # a NaN ratio (a failed Cholesky factor) compares false: the proposal is rejected
             accept = inside & (jnp.log(jax.random.uniform(k_u, dtype=z.dtype)) < log_ratio)
             keep = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
-            proposed = (z_new, phi_new, psi_new, *new)
-            return (*(keep(a, b) for a, b in zip(proposed, (z, phi, psi, log_ev, chol, prec, shift))),
-                    accepted + accept), None
+            return (keep(z_new, z), kernel.accept(accept, block, columns, phi, psi),
+                    *(keep(a, b) for a, b in zip(new, (log_ev, chol, prec, shift))), accepted + accept), None
 
-        start = (z, phi, psi, *evidence_from_statistics(model, z, phi, psi, c), jnp.asarray(0, jnp.int32))
-        (z, _, _, log_ev, chol, prec, shift, accepted), _ = jax.lax.scan(one, start,
-                                                                         jax.random.split(key, self.steps))
+        start = (z, kernel, *evidence_from_statistics(model, z, kernel.phi, kernel.psi, kernel.c),
+                 jnp.asarray(0, jnp.int32))
+        (z, _, log_ev, chol, prec, shift, accepted), _ = jax.lax.scan(one, start, jax.random.split(key, self.steps))
         return z, log_ev, chol, prec, shift, accepted.astype(z.dtype) / self.steps
