@@ -4,7 +4,7 @@ Every rule calls :func:`job_resources` with its name and the config; the numbers
 measured anchors in :data:`ANCHORS`, scaled by the job's sizes in the config, never typed per rule:
 
     runtime_s = RUNTIME_SAFETY × (fixed_s + rate_s × work)
-    mem_mb    = MEMORY_SAFETY × (RUN_MB + (peak_mb − RUN_MB) × size / anchor_size)   (or × peak_mb)
+    mem_mb    = MEMORY_SAFETY × (RUN_MB + (peak_mb − RUN_MB) × size / anchor_size + extra_mb)   (or × peak_mb)
 
 ``work`` is the job's amount of computation in the anchor's unit (e.g. particles × steps for a
 mixture run: the steps on its small batches are launch-bound, so a step's cost hardly depends on
@@ -14,7 +14,8 @@ compilation and evaluation, which do not shrink with the config; ``rate_s`` is t
 seconds-per-unit-of-work measured at the largest config that ran (the slowest method's, so it
 bounds the others). ``peak_mb`` is a measured peak resident set, at ``anchor_size`` where the
 memory grows with the config: linear between a method run's measured floor (RUN_MB) and that peak;
-a rule without a size asks its peak. The safety factors cover the measurements' noise
+a rule without a size asks its peak. ``extra_mb`` is what one method's own structure adds, computed
+from the config where it is a known array (the sparse-GP moves' kept kernel). The safety factors cover the measurements' noise
 (the 2-core machine was shared with other jobs) and the methods' different constants.
 ``runtime`` is in minutes (Snakemake's standard resource), at least :data:`MIN_RUNTIME_MIN`.
 
@@ -51,6 +52,7 @@ class Anchor:
     size: str | None = None  # the name of a function in SIZE; None: the memory does not scale
     anchor_size: float = 0.0
     source: str = ""
+    extra: str | None = None  # the name of a function in EXTRA: MB a job's method adds to the peak
 
 
 # The python + JAX process floor: `/usr/bin/time -v python -c "import pmd_bench.workflow.cli, jax.numpy as
@@ -66,9 +68,10 @@ RUN_MB = 1409.0
 # One sparse-GP run, measured; its tuning and tuned runs scale from it.
 SPARSE_GP_RUN = Anchor(
     187, 4550, work="sparse_gp", rate_s=15.0 / (512 * 1024**2), size="inducing", anchor_size=1024**2,
+    extra="moves_kernel",
     source="187 s: msd pmd (default config); 15 s per PMD step (16 particles) at M = 1,024, batch "
     "512, the slowest step measured (docs/findings.md); 4.55 GB: the paper-config PMD job at "
-    "M = 1,024 (docs/findings.md)")
+    "M = 1,024 (docs/findings.md); a method with moves adds its kept kernel (_moves_kernel)")
 
 # Measured anchors. Wall times: the start/finish stamps of each job in .snakemake/log/*.log
 # (2026-11-23, 2 jobs at a time on the 2-core machine); "default", "mnist", "paper" name the
@@ -265,6 +268,17 @@ def _inducing(config, wc):
 LAPLACE_NUTS_COST = (3169 / (1588815 * 4 * 1300)) / (191 / (11769 * 4 * 2000))
 
 
+def _moves_kernel(config, wc):
+    """MB a sparse-GP method with ``moves`` adds to its peak: one chain's kept kernel against the
+    training rows, ``N × M`` float64 (:class:`pmd.models.sparse_gp.DataKernel`; the particles' chains
+    run one after another). 0 for the other methods."""
+    section = config["sparse_gp"]
+    if "moves" not in _method(section, wc["method"]):
+        return 0.0
+    problem = section["problems"][wc["problem"]]
+    return dataset_rows(config, problem["dataset"]) * problem["num_inducing"] * 8 / 2**20
+
+
 def _nuts(config, wc):
     ref = config["logistic"]["reference"]
     cost = LAPLACE_NUTS_COST if ref.get("metric", "adapted") == "laplace" else 1.0
@@ -306,6 +320,9 @@ SIZE: dict[str, Callable[[Mapping, Mapping], float]] = {
     "inducing": _inducing,
     "standin": _standin,
 }
+EXTRA: dict[str, Callable[[Mapping, Mapping], float]] = {
+    "moves_kernel": _moves_kernel,
+}
 
 
 def _anchor(rule: str) -> Anchor:
@@ -338,6 +355,7 @@ def estimate(rule: str, config: Mapping, wildcards: Mapping | None = None) -> di
     size = SIZE[anchor.size](config, wc) if anchor.size else 0.0
     seconds = RUNTIME_SAFETY * expected_seconds(rule, config, wc)
     peak = RUN_MB + (anchor.peak_mb - RUN_MB) * size / anchor.anchor_size if anchor.size else anchor.peak_mb
+    peak += EXTRA[anchor.extra](config, wc) if anchor.extra else 0.0
     mem = MEMORY_SAFETY * peak
     return {"mem_mb": math.ceil(mem), "runtime": max(MIN_RUNTIME_MIN, math.ceil(seconds / 60))}
 

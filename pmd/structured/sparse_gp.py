@@ -41,8 +41,9 @@ which is F.1's update). The step then reads the whole data set (``wants_data``).
 Work (:func:`pmd.interface.work`): the prox step integrates each batch datum's Gaussian likelihood
 in closed form for each particle (its term of the batch statistics ``AᵀA, Aᵀy`` at ``Z_j``):
 ``evals = B·l`` a step, no gradients (``grad_evals = 0``). A step that moves adds
-``(steps + 1)·N·l`` (every row's likelihood at each evidence) and reports ``visited = B +
-(steps + 1)·N`` rows read.
+``(steps + 1)·N·l`` (every row's likelihood at each evidence; a proposal's evidence reads every
+row but recomputes only its block's kernel columns, :class:`pmd.models.sparse_gp.DataKernel`) and
+reports ``visited = B + (steps + 1)·N`` rows read.
 """
 
 from __future__ import annotations
