@@ -4,6 +4,8 @@ the weights back to uniform, and on a small problem the moving particles end no 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,6 +17,7 @@ from pmd.models.sparse_gp import (DataKernel, SparseGP, collapsed_evidence, dtc_
                                   evidence_from_statistics, exact_gp_predict, kernel_statistics, titsias_predict)
 from pmd.structured.sparse_gp import StructuredPMDGP
 from pmd.structured.sparse_gp_moves import InducingMoves
+from pmd.weights import stratified_draw
 
 from sparse_gp_helpers import TEST_X, predict, problem, x64  # noqa: F401  (x64: autouse fixture)
 
@@ -111,6 +114,31 @@ def test_a_chain_of_moves_ends_on_its_z_s_own_evidence_and_posterior():
     for got, want in zip((log_ev, chol, prec, shift), fresh):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9,
                                    atol=1e-9 * float(jnp.max(jnp.abs(want))))
+
+
+def test_chains_of_one_ancestor_share_its_product_and_the_round_is_unchanged():
+    """A round runs its chains in the order of their ancestors and takes ``Φ = K_mn K_nm`` from the
+    previous chain where both were resampled from the same particle. Here the weights sit on 2 of 6
+    particles, so 4 of the 6 chains reuse; the round must equal each particle's chain run on its own
+    (its own kernel, particle order, the same keys) to round-off (1e-9 relative). Reusing the
+    product of another ancestor (a wrong ``reuse`` flag) changes the evidences by O(10²) nats."""
+    model, data = problem(n=256, num_inducing=8)
+    jdata = {k: jnp.asarray(v) for k, v in data.items()}
+    method = StructuredPMDGP(model, 256, num_particles=6, step_size={"kind": "harmonic"},
+                             moves={"steps": 4, "block": 2, "chunk_rows": 100}, data=data)
+    state = method.init(jax.random.key(0))
+    state = replace(state, log_weights=jnp.log(jnp.array([0.5, 0.0, 0.5, 0.0, 0.0, 0.0])))
+    key = jax.random.key(4)
+    moved = jax.jit(method.move)(key, state, jdata)
+    k_resample, k_move = jax.random.split(key)
+    ancestors = stratified_draw(k_resample, state.log_weights, 6)
+    assert sorted(np.unique(np.asarray(ancestors))) == [0, 2]
+    alone = jax.jit(jax.vmap(lambda k, z: method.moves.move(k, model, jdata, z)))(
+        jax.random.split(k_move, 6), state.inducing[ancestors])
+    for got, want in zip((moved.inducing, moved.chol_k, moved.prec, moved.shift), (alone[0], *alone[2:5])):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9,
+                                   atol=1e-9 * float(jnp.max(jnp.abs(want))))
+    np.testing.assert_allclose(np.asarray(moved.base), -np.asarray(alone[1] - jnp.max(alone[1])), atol=1e-7)
 
 
 def test_a_move_gives_titsias_q_u_and_a_harmonic_pass_keeps_the_weights_uniform():

@@ -251,9 +251,13 @@ class DataKernel:
     c: Array
 
     @classmethod
-    def build(cls, model: SparseGP, z: Array, data: dict, chunk_rows: int | None = None) -> "DataKernel":
+    def build(cls, model: SparseGP, z: Array, data: dict, chunk_rows: int | None = None,
+              reuse: tuple[Array, Array, Array] | None = None) -> "DataKernel":
         """``K_nm`` built over slices of ``chunk_rows`` rows (the distances' temporaries are
-        ``chunk_rows × M``), then ``Φ = kᵀk`` and ``ψ = kᵀy``: ``O(N M (M + d))``. The kernel is
+        ``chunk_rows × M``), then ``Φ = kᵀk`` and ``ψ = kᵀy``: ``O(N M (M + d))``, of which the
+        product ``kᵀk`` is ``N M²``. ``reuse = (flag, Φ, ψ)``: where ``flag`` (a traced boolean), the
+        given ``Φ, ψ`` (the statistics of this same ``Z``, computed for another chain) are taken
+        instead of that product, and the build is ``O(N M d)``. The kernel is
         evaluated as the prox steps evaluate it (``kernel(z, x)``, the distances expanded about the
         rows' mean, :func:`rbf`), so that the moves' evidences and the steps' statistics agree to
         round-off (measured on the 1-d problem of ``tests/test_sparse_gp_moves.py``, whose ``K_mm``
@@ -265,7 +269,11 @@ class DataKernel:
         x, y, keep = xs.reshape(-1, x.shape[1]), ys.reshape(-1), keep.reshape(-1)
         beta = model.precision
         c = jnp.sum((-0.5 * beta * y**2 + 0.5 * jnp.log(beta / (2.0 * math.pi))) * keep)
-        return cls(x, y, keep, k, k.T @ k, k.T @ y, c)
+        if reuse is None:
+            phi, psi = k.T @ k, k.T @ y
+        else:
+            phi, psi = jax.lax.cond(reuse[0], lambda: (reuse[1], reuse[2]), lambda: (k.T @ k, k.T @ y))
+        return cls(x, y, keep, k, phi, psi, c)
 
     def replace(self, model: SparseGP, z: Array, block: Array, points: Array) -> tuple[Array, Array, Array, Array]:
         """``Z`` with its rows ``block`` replaced by ``points (b, d)``, and the statistics to match:

@@ -55,7 +55,7 @@ import jax
 import jax.numpy as jnp
 
 from ..interface import ConfigError, require_positive_int, step_data, work
-from ..models.sparse_gp import (SparseGP, SparseGPPosterior, batch_statistics, features, log_partition,
+from ..models.sparse_gp import (DataKernel, SparseGP, SparseGPPosterior, batch_statistics, features, log_partition,
                                 posterior_from_natural, prox_update, whitening)
 from ..schedules import step_size as make_step_size
 from ..weights import effective_sample_size, normalize, stratified_draw
@@ -216,13 +216,32 @@ class StructuredPMDGP:
 
     def move(self, key: Array, state: SparseGPState, data: dict) -> SparseGPState:
         """Resample the particles (stratified), move each ``Z_j`` by ``moves.steps`` π-invariant steps
-        and set ``q(u|Z_j) = p(u|y, Z_j)``, equal weights and ``b_j = -log p(y|Z_j)`` (module docstring)."""
+        and set ``q(u|Z_j) = p(u|y, Z_j)``, equal weights and ``b_j = -log p(y|Z_j)`` (module docstring).
+
+        The chains run one after another, each keeping its kernel against the data (``N × M``
+        numbers), in the order of their ancestors, so that chains resampled from the same particle
+        start from one product ``Φ = K_mn K_nm`` (:meth:`pmd.models.sparse_gp.DataKernel.build`'s
+        ``reuse``; F.1's weights collapse onto one particle over a pass, and then the first round's
+        ``l`` chains share one). Chain ``j`` takes the ``j``-th key whatever the order, so the round
+        is the one that running the chains in particle order gives."""
         k_resample, k_move = jax.random.split(key)
         l = self.num_particles
-        z = state.inducing[stratified_draw(k_resample, state.log_weights, l)]
-        # one chain after another: each keeps its kernel against the data (N × M numbers)
-        z, log_ev, chol, prec, shift, acceptance = jax.lax.map(
-            lambda a: self.moves.move(a[0], self.model, data, a[1]), (jax.random.split(k_move, l), z))
+        ancestors = stratified_draw(k_resample, state.log_weights, l)
+        keys = jax.random.split(k_move, l)
+        m = self.model.num_inducing
+        dtype = state.shift.dtype
+
+        def chain(carry, j):
+            previous, phi, psi = carry
+            z = state.inducing[ancestors[j]]
+            kernel = DataKernel.build(self.model, z, data, self.moves.chunk_rows,
+                                      reuse=(ancestors[j] == previous, phi, psi))
+            return (ancestors[j], kernel.phi, kernel.psi), self.moves.move(keys[j], self.model, data, z, kernel)
+
+        order = jnp.argsort(ancestors)
+        start = (jnp.asarray(-1, ancestors.dtype), jnp.zeros((m, m), dtype), jnp.zeros((m,), dtype))
+        _, moved = jax.lax.scan(chain, start, order)
+        z, log_ev, chol, prec, shift, acceptance = (a[jnp.argsort(order)] for a in moved)
         return replace(state, inducing=z, chol_k=chol, prec=prec, shift=shift,
                        log_partition=jax.vmap(log_partition)(prec, shift),
                        log_weights=jnp.full((l,), -jnp.log(l), shift.dtype), base=-(log_ev - jnp.max(log_ev)),

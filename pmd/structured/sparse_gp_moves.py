@@ -128,8 +128,10 @@ class InducingMoves:
         kde = x[rows] + self.bandwidth * model.lengthscale * jax.random.normal(k_eps, (self.block, d), dtype)
         return jnp.where(jax.random.bernoulli(k_half, 0.5, (self.block,))[:, None], box, kde)
 
-    def move(self, key: Array, model: SparseGP, data: dict, z: Array) -> tuple[Array, ...]:
-        """``steps`` π-invariant Metropolis-Hastings steps from ``z (M, d)``; returns
+    def move(self, key: Array, model: SparseGP, data: dict, z: Array,
+             kernel: DataKernel | None = None) -> tuple[Array, ...]:
+        """``steps`` π-invariant Metropolis-Hastings steps from ``z (M, d)`` (``kernel``: its
+        :class:`~pmd.models.sparse_gp.DataKernel`, built here if not given); returns
         ``(Z, log p(y|Z), L, Λ, h, acceptance)``: the final ``Z``, its evidence, whitening factor,
         the natural parameters of ``p(v|y, Z)``, and the fraction of the steps accepted.
 
@@ -143,7 +145,7 @@ class InducingMoves:
         chains one after another, not vectorised, where that is large)."""
         x = jnp.asarray(data["x"])
         lo, hi = jnp.asarray(model.lower, z.dtype), jnp.asarray(model.upper, z.dtype)
-        kernel = DataKernel.build(model, z, data, self.chunk_rows)
+        kernel = DataKernel.build(model, z, data, self.chunk_rows) if kernel is None else kernel
 
         def one(carry, k):
             z, kernel, log_ev, chol, prec, shift, accepted = carry
