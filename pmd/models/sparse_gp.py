@@ -240,7 +240,8 @@ class DataKernel:
     cheaply: ``k = K_nm (N', M)`` over the rows padded to whole slices, zero on the padding
     (``keep = 0``, ``y = 0`` there), with the statistics of :func:`kernel_statistics`
     ``(Φ, ψ, c) = (kᵀk, kᵀy, Σ_n log N(y_n | 0, β⁻¹))``. Memory: ``N M`` numbers (H.3.2's
-    463,715 × 1,024 float64: 3.8 GB)."""
+    463,715 × 1,024 float64: 3.8 GB), which a chain's compiled loop holds twice (measured at H.3.2:
+    7.2 GiB over the same run without moves; ``workflow/resources.py``, ``_moves_kernel``)."""
 
     x: Array
     y: Array
