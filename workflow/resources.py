@@ -272,9 +272,9 @@ def _moves_kernel(config, wc):
     """MB a sparse-GP method with ``moves`` adds to its peak: two copies of one chain's kept kernel
     against the training rows, ``N × M`` float64 each (:class:`pmd.models.sparse_gp.DataKernel`; the
     particles' chains run one after another, and XLA holds the built kernel and the chain's carry).
-    Measured: the H.3.2 stand-in's ``pmd_move`` job (463,715 rows, M = 1,024) peaked at 11.05 GiB
-    (VmHWM) against 3.85 GiB for ``pmd``: 7.2 GiB more, 1.99 kernels of 3.62 GiB. 0 for the other
-    methods."""
+    Measured: the H.3.2 stand-in's ``pmd_move`` job (463,715 rows, M = 1,024) peaked at 11.09 GiB
+    (``/usr/bin/time -v``) against 3.85 GiB for ``pmd``: 7.2 GiB more, two kernels of 3.62 GiB. 0 for
+    the other methods."""
     section = config["sparse_gp"]
     if "moves" not in _method(section, wc["method"]):
         return 0.0
