@@ -182,6 +182,12 @@ def features(model: SparseGP, z: Array, chol_k: Array, x: Array) -> Array:
     return solve_triangular(chol_k, model.kernel(z, x), lower=True).T
 
 
+def noise_log_density(model: SparseGP, y: Array) -> Array:
+    """``log N(y_n | 0, β⁻¹)`` of each row: the constant ``c``'s terms of every likelihood statistic here."""
+    beta = model.precision
+    return -0.5 * beta * y**2 + 0.5 * jnp.log(beta / (2.0 * math.pi))
+
+
 def batch_statistics(model: SparseGP, a: Array, y: Array, scale,
                      keep: Array | None = None) -> tuple[Array, Array, Array]:
     """The batch's Gaussian likelihood ``scale · Σ_b log N(y_b | a_bᵀv, β⁻¹)`` as
@@ -191,7 +197,7 @@ def batch_statistics(model: SparseGP, a: Array, y: Array, scale,
     beta = model.precision
     if keep is not None:
         a, y = a * keep[:, None], y * keep
-    terms = -0.5 * beta * y**2 + 0.5 * jnp.log(beta / (2.0 * math.pi))
+    terms = noise_log_density(model, y)
     c = scale * jnp.sum(terms if keep is None else terms * keep)
     return scale * beta * (a.T @ a), scale * beta * (a.T @ y), c
 
@@ -222,13 +228,11 @@ def kernel_statistics(model: SparseGP, z: Array, data: dict, chunk_rows: int | N
     ``(Φ, ψ, c) = (K_mn K_nm, K_mn y, Σ_n log N(y_n | 0, β⁻¹))``, summed over slices of ``chunk_rows``
     rows (:func:`sum_over_rows`) in ``O(N M (M + d))``, with no ``N × M`` array. Unwhitened, so that
     replacing a few inducing inputs changes only their rows and columns (:meth:`DataKernel.replace`)."""
-    beta = model.precision
     x, y = jnp.asarray(data["x"]), jnp.asarray(data["y"])
 
     def part(xc, yc, keep):
         k = model.kernel(z, xc) * keep  # (M, rows); padding rows zeroed
-        terms = (-0.5 * beta * yc**2 + 0.5 * jnp.log(beta / (2.0 * math.pi))) * keep
-        return k @ k.T, k @ yc, jnp.sum(terms)
+        return k @ k.T, k @ yc, jnp.sum(noise_log_density(model, yc) * keep)
 
     return sum_over_rows(part, x, y, chunk_rows)
 
@@ -268,8 +272,7 @@ class DataKernel:
         xs, ys, keep = slice_rows(x, y, y.shape[0] if chunk_rows is None else min(chunk_rows, y.shape[0]))
         k = jax.lax.map(lambda c: model.kernel(z, c[0]).T * c[1][:, None], (xs, keep)).reshape(-1, z.shape[0])
         x, y, keep = xs.reshape(-1, x.shape[1]), ys.reshape(-1), keep.reshape(-1)
-        beta = model.precision
-        c = jnp.sum((-0.5 * beta * y**2 + 0.5 * jnp.log(beta / (2.0 * math.pi))) * keep)
+        c = jnp.sum(noise_log_density(model, y) * keep)
         if reuse is None:
             phi, psi = k.T @ k, k.T @ y
         else:
