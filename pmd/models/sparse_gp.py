@@ -244,8 +244,8 @@ class DataKernel:
     cheaply: ``k = K_nm (N', M)`` over the rows padded to whole slices, zero on the padding
     (``keep = 0``, ``y = 0`` there), with the statistics of :func:`kernel_statistics`
     ``(Φ, ψ, c) = (kᵀk, kᵀy, Σ_n log N(y_n | 0, β⁻¹))``. Memory: ``N M`` numbers (H.3.2's
-    463,715 × 1,024 float64: 3.8 GB), which a chain's compiled loop holds twice (measured at H.3.2:
-    7.2 GiB over the same run without moves; ``workflow/resources.py``, ``_moves_kernel``)."""
+    463,715 × 1,024 float64: 3.8 GB), held once by a round's compiled program (:meth:`build`;
+    ``workflow/resources.py``, ``_moves_kernel``)."""
 
     x: Array
     y: Array
@@ -259,8 +259,8 @@ class DataKernel:
     def build(cls, model: SparseGP, z: Array, data: dict, chunk_rows: int | None = None,
               reuse: tuple[Array, Array, Array] | None = None) -> "DataKernel":
         """``K_nm`` built over slices of ``chunk_rows`` rows (the distances' temporaries are
-        ``chunk_rows × M``), then ``Φ = kᵀk`` and ``ψ = kᵀy``: ``O(N M (M + d))``, of which the
-        product ``kᵀk`` is ``N M²``. ``reuse = (flag, Φ, ψ)``: where ``flag`` (a traced boolean), the
+        ``chunk_rows × M``), with ``Φ = kᵀk`` and ``ψ = kᵀy`` summed over the slices as they are
+        built: ``O(N M (M + d))``, of which the products are ``N M²``. ``reuse = (flag, Φ, ψ)``: where ``flag`` (a traced boolean), the
         given ``Φ, ψ`` (the statistics of this same ``Z``, computed for another chain) are taken
         instead of that product, and the build is ``O(N M d)``. The kernel is
         evaluated as the prox steps evaluate it (``kernel(z, x)``, the distances expanded about the
@@ -270,13 +270,25 @@ class DataKernel:
         harmonic pass end up to 5e-6 apart, outside the test's 1e-6)."""
         x, y = jnp.asarray(data["x"]), jnp.asarray(data["y"])
         xs, ys, keep = slice_rows(x, y, y.shape[0] if chunk_rows is None else min(chunk_rows, y.shape[0]))
-        k = jax.lax.map(lambda c: model.kernel(z, c[0]).T * c[1][:, None], (xs, keep)).reshape(-1, z.shape[0])
+        m = z.shape[0]
+        skip = jnp.asarray(False) if reuse is None else reuse[0]
+
+        def part(acc, c):
+            # each slice's products added as it is built: written as one kᵀk (and kᵀy) over the whole
+            # kernel, XLA transposed all of k first, a second N × M array (a round's compiled
+            # program: 2.05 kernels of temporaries, 1.16 this way, tests/test_sparse_gp_moves.py;
+            # and 15-20 % faster at 131,072 rows, M = 1,024, d = 90)
+            xc, yc, kc = c
+            k = model.kernel(z, xc).T * kc[:, None]
+            acc = jax.lax.cond(skip, lambda: acc, lambda: (acc[0] + k.T @ k, acc[1] + k.T @ yc))
+            return acc, k
+
+        (phi, psi), ks = jax.lax.scan(part, (jnp.zeros((m, m), z.dtype), jnp.zeros((m,), z.dtype)), (xs, ys, keep))
+        if reuse is not None:
+            phi, psi = jnp.where(skip, reuse[1], phi), jnp.where(skip, reuse[2], psi)
+        k = ks.reshape(-1, m)
         x, y, keep = xs.reshape(-1, x.shape[1]), ys.reshape(-1), keep.reshape(-1)
         c = jnp.sum(noise_log_density(model, y) * keep)
-        if reuse is None:
-            phi, psi = k.T @ k, k.T @ y
-        else:
-            phi, psi = jax.lax.cond(reuse[0], lambda: (reuse[1], reuse[2]), lambda: (k.T @ k, k.T @ y))
         return cls(x, y, keep, k, phi, psi, c)
 
     def replace(self, model: SparseGP, z: Array, block: Array, points: Array) -> tuple[Array, Array, Array, Array]:
