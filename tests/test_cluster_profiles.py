@@ -128,15 +128,15 @@ def test_paper_runs_ask_more_than_the_default_configs(paper_jobs, tmp_path):
 
 def test_a_sparse_gp_method_with_moves_asks_for_its_kept_kernel():
     """``pmd_move`` keeps one chain's kernel against the training rows (``N × M`` float64,
-    pmd.models.sparse_gp.DataKernel), which XLA holds twice (measured): on the H.3.2 stand-in
-    (463,715 rows, M = 1,024: 3,623 MiB a copy) its job asks two copies more memory than
-    ``pmd_harmonic``'s, the same method without moves, times the safety factor (integer MB: ceil)."""
+    pmd.models.sparse_gp.DataKernel) and its slices' scratch: on the H.3.2 stand-in (463,715 rows,
+    M = 1,024: 3,623 MiB a kernel) its job asks 1.15 kernels more memory than ``pmd_harmonic``'s, the
+    same method without moves, times the safety factor (integer MB: ceil)."""
     config = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
     config["sparse_gp"]["problems"]["msd"]["dataset"] = "msd-standin"
     kernel_mb = 463715 * 1024 * 8 / 2**20
     asked = {label: resources.estimate("sparse_gp_run", config, {"problem": "msd", "method": label})["mem_mb"]
              for label in ("pmd_move", "pmd_harmonic")}
-    assert abs(asked["pmd_move"] - asked["pmd_harmonic"] - resources.MEMORY_SAFETY * 2 * kernel_mb) <= 1
+    assert abs(asked["pmd_move"] - asked["pmd_harmonic"] - resources.MEMORY_SAFETY * 1.15 * kernel_mb) <= 1
 
 
 def test_estimate_scales_from_the_anchor():

@@ -268,18 +268,23 @@ def _inducing(config, wc):
 LAPLACE_NUTS_COST = (3169 / (1588815 * 4 * 1300)) / (191 / (11769 * 4 * 2000))
 
 
+MOVES_KERNELS = 1.15
+
+
 def _moves_kernel(config, wc):
-    """MB a sparse-GP method with ``moves`` adds to its peak: two copies of one chain's kept kernel
-    against the training rows, ``N × M`` float64 each (:class:`pmd.models.sparse_gp.DataKernel`; the
-    particles' chains run one after another, and XLA holds the built kernel and the chain's carry).
-    Measured: the H.3.2 stand-in's ``pmd_move`` job (463,715 rows, M = 1,024) peaked at 11.09 GiB
-    (``/usr/bin/time -v``) against 3.85 GiB for ``pmd``: 7.2 GiB more, two kernels of 3.62 GiB. 0 for
-    the other methods."""
+    """MB a sparse-GP method with ``moves`` adds to its peak: one chain's kept kernel against the
+    training rows, ``N × M`` float64 (:class:`pmd.models.sparse_gp.DataKernel`; the particles' chains
+    run one after another), times ``MOVES_KERNELS``, the kernels' worth of temporaries XLA's memory
+    analysis gives a round's compiled program (1.15 at 262,144 rows and ``M`` = 256: the kernel and
+    the slices' scratch; ``tests/test_sparse_gp_moves.py``). Measured: the H.3.2 stand-in's
+    ``pmd_move`` job (463,715 rows, M = 1,024, 3.62 GiB a kernel) peaked at 7.77 and 7.75 GiB
+    (seeds 2 and 3, ``/usr/bin/time -v``) against 3.85 GiB for ``pmd``: 1.08 kernels more. Before ``DataKernel.build`` summed its products slice by slice
+    it held two kernels (11.09 and 11.38 GiB). 0 for the other methods."""
     section = config["sparse_gp"]
     if "moves" not in _method(section, wc["method"]):
         return 0.0
     problem = section["problems"][wc["problem"]]
-    return 2 * dataset_rows(config, problem["dataset"]) * problem["num_inducing"] * 8 / 2**20
+    return MOVES_KERNELS * dataset_rows(config, problem["dataset"]) * problem["num_inducing"] * 8 / 2**20
 
 
 def _nuts(config, wc):
