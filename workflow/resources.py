@@ -278,8 +278,9 @@ def _moves_kernel(config, wc):
     analysis gives a round's compiled program (1.15 at 262,144 rows and ``M`` = 256: the kernel and
     the slices' scratch; ``tests/test_sparse_gp_moves.py``). Measured: the H.3.2 stand-in's
     ``pmd_move`` job (463,715 rows, M = 1,024, 3.62 GiB a kernel) peaked at 7.77 and 7.75 GiB
-    (seeds 2 and 3, ``/usr/bin/time -v``) against 3.85 GiB for ``pmd``: 1.08 kernels more. Before ``DataKernel.build`` summed its products slice by slice
-    it held two kernels (11.09 and 11.38 GiB). 0 for the other methods."""
+    (seeds 2 and 3, ``/usr/bin/time -v``) against 3.85 GiB for ``pmd``: 1.08 kernels more. Before
+    ``DataKernel.build`` summed its products slice by slice, it held two kernels (11.09 and
+    11.38 GiB). 0 for the other methods."""
     section = config["sparse_gp"]
     if "moves" not in _method(section, wc["method"]):
         return 0.0

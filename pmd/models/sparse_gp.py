@@ -260,9 +260,10 @@ class DataKernel:
               reuse: tuple[Array, Array, Array] | None = None) -> "DataKernel":
         """``K_nm`` built over slices of ``chunk_rows`` rows (the distances' temporaries are
         ``chunk_rows × M``), with ``Φ = kᵀk`` and ``ψ = kᵀy`` summed over the slices as they are
-        built: ``O(N M (M + d))``, of which the products are ``N M²``. ``reuse = (flag, Φ, ψ)``: where ``flag`` (a traced boolean), the
-        given ``Φ, ψ`` (the statistics of this same ``Z``, computed for another chain) are taken
-        instead of that product, and the build is ``O(N M d)``. The kernel is
+        built: ``O(N M (M + d))``, of which the products are ``N M²``. ``reuse = (flag, Φ, ψ)``:
+        where ``flag`` (a traced boolean), the given ``Φ, ψ`` (the statistics of this same ``Z``,
+        computed for another chain) are taken instead of those products, and the build is
+        ``O(N M d)``. The kernel is
         evaluated as the prox steps evaluate it (``kernel(z, x)``, the distances expanded about the
         rows' mean, :func:`rbf`), so that the moves' evidences and the steps' statistics agree to
         round-off (measured on the 1-d problem of ``tests/test_sparse_gp_moves.py``, whose ``K_mm``
