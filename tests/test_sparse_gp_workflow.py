@@ -116,6 +116,19 @@ def test_ordering_notes_by_hand():
     assert notes[2].startswith("pmd − sod: -0.1900 ± 0.0100 ") and len(notes) == 3  # no smc run: no smc note
 
 
+def test_ordering_notes_set_each_untuned_pmd_variant_against_svi_alone():
+    """pmd_move (0.09, 0.11) − svi (0.14, 0.18) = -0.06 with se sqrt(0.0002/2 + 0.0008/2) =
+    sqrt(0.0005); pmd_move has no line against sod, and the tuned variant none at all."""
+    def runs(*finals):
+        return [({"visited": np.array([0, 100]), "curve/test_rmse": np.array([1.0, f])}, {}) for f in finals]
+
+    notes = sgp_report.ordering_notes({"svi": runs(0.14, 0.18), "pmd": runs(0.10, 0.12), "sod": runs(0.3),
+                                       "pmd_move": runs(0.09, 0.11), "pmd_tuned": runs(0.05)}, exact=False)
+    assert notes[3] == (f"pmd_move − svi: -0.0600 ± {np.sqrt(0.0005):.4f} of final test RMSE "
+                        "(standard error over 2 and 2 seeds).")
+    assert len(notes) == 4 and not any(n.startswith("pmd_tuned") for n in notes)
+
+
 def test_standin_overlay_runs_the_paper_settings_on_the_standin():
     """sparse_gp_standin.yaml over the paper config: H.3.2's settings (M = 1,024, batch 512, 2
     passes, 16 particles, 10 seeds) with the msd problem's data the stand-in of the paper's shape,
