@@ -103,13 +103,15 @@ def test_reports_and_tracking(workspace):
     assert client.list_artifacts(run.info.run_id, "result")
 
 
+def _runs(*finals):
+    """Run files' (arrays, meta) with test-RMSE curves ending at ``finals``, one run each."""
+    return [({"visited": np.array([0, 100]), "curve/test_rmse": np.array([1.0, f])}, {}) for f in finals]
+
+
 def test_ordering_notes_by_hand():
     """The ranking and PMD's differences from the table's final scores: pmd (0.10, 0.12) − svi
     (0.14, 0.18) = -0.05, se = sqrt(var(0.10, 0.12)/2 + var(0.14, 0.18)/2) = sqrt(0.0001 + 0.0004)."""
-    def runs(*finals):
-        return [({"visited": np.array([0, 100]), "curve/test_rmse": np.array([1.0, f])}, {}) for f in finals]
-
-    notes = sgp_report.ordering_notes({"svi": runs(0.14, 0.18), "pmd": runs(0.10, 0.12), "sod": runs(0.3)}, exact=False)
+    notes = sgp_report.ordering_notes({"svi": _runs(0.14, 0.18), "pmd": _runs(0.10, 0.12), "sod": _runs(0.3)}, exact=False)
     assert notes[0] == ("Ordering here, by mean final test RMSE (lower is better): "
                         "pmd (0.1100) < svi (0.1600) < sod (0.3000).")
     assert notes[1] == f"pmd − svi: -0.0500 ± {np.sqrt(0.0005):.4f} of final test RMSE (standard error over 2 and 2 seeds)."
@@ -119,11 +121,8 @@ def test_ordering_notes_by_hand():
 def test_ordering_notes_set_each_untuned_pmd_variant_against_svi_alone():
     """pmd_move (0.09, 0.11) − svi (0.14, 0.18) = -0.06 with se sqrt(0.0002/2 + 0.0008/2) =
     sqrt(0.0005); pmd_move has no line against sod, and the tuned variant none at all."""
-    def runs(*finals):
-        return [({"visited": np.array([0, 100]), "curve/test_rmse": np.array([1.0, f])}, {}) for f in finals]
-
-    notes = sgp_report.ordering_notes({"svi": runs(0.14, 0.18), "pmd": runs(0.10, 0.12), "sod": runs(0.3),
-                                       "pmd_move": runs(0.09, 0.11), "pmd_tuned": runs(0.05)}, exact=False)
+    notes = sgp_report.ordering_notes({"svi": _runs(0.14, 0.18), "pmd": _runs(0.10, 0.12), "sod": _runs(0.3),
+                                       "pmd_move": _runs(0.09, 0.11), "pmd_tuned": _runs(0.05)}, exact=False)
     assert notes[3] == (f"pmd_move − svi: -0.0600 ± {np.sqrt(0.0005):.4f} of final test RMSE "
                         "(standard error over 2 and 2 seeds).")
     assert len(notes) == 4 and not any(n.startswith("pmd_tuned") for n in notes)
