@@ -11,8 +11,28 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
                       os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".jax-cache"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
-import warnings  # noqa: E402  (after the environment above, which JAX reads at import)
+import datetime  # noqa: E402  (after the environment above, which JAX reads at import)
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from platformdirs import user_cache_dir  # noqa: E402
+
+
+def stamp_arviz_daily_warning() -> None:
+    """Write today's stamp of ArviZ's once-a-day warning (``<cache>/arviz/daily_warning``) through
+    this process's own temporary file. ArviZ 0.23 writes it at import through one fixed temporary
+    name (``daily_warning.tmp``), so two pytest-xdist workers importing PyMC on a day's first run
+    can race: one renames the file the other has just moved, and collection fails with
+    ``FileNotFoundError`` (seen on 2026-11-28, ``tests/test_custom_experiment.py``). With today's
+    stamp in place ArviZ writes nothing."""
+    folder = Path(user_cache_dir("arviz", "arviz"))
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f"daily_warning.{os.getpid()}.tmp"
+    tmp.write_text(datetime.date.today().isoformat())
+    tmp.replace(folder / "daily_warning")
+
+
+stamp_arviz_daily_warning()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
