@@ -73,6 +73,19 @@ def test_dtc_evidence_and_titsias_bound_for_fewer_inducing_inputs():
     assert titsias_elbo(model, z, data["x"], data["y"]) < min(dense, exact)
 
 
+def test_titsias_posterior_in_row_slices_is_the_whole_kernels():
+    """The slices' sums of ``K_mn K_nm`` and ``K_mn y`` are the whole kernel's: equal to float64
+    round-off, with a last slice shorter than the others (80 rows in slices of 30)."""
+    model, data = problem(n=80, num_inducing=8)
+    z = np.linspace(-0.45, 0.45, 8)[:, None]
+    whole = titsias_posterior(model, z, data["x"], data["y"], chunk_rows=80)
+    sliced = titsias_posterior(model, z, data["x"], data["y"], chunk_rows=30)
+    for a, b in zip(whole, sliced):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ConfigError, match="chunk_rows"):
+        titsias_posterior(model, z, data["x"], data["y"], chunk_rows=0)
+
+
 def test_hensman_bound_peaks_at_titsias_q():
     """Hensman's bound at Titsias' optimal q(u) equals the collapsed bound (Titsias 2009), and any
     other q scores lower: an identity, so the tolerance is float64 round-off."""

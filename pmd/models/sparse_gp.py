@@ -512,13 +512,27 @@ def exact_gp_predict(model: SparseGP, x: np.ndarray, y: np.ndarray, x_test: np.n
     return mean, var
 
 
-def titsias_posterior(model: SparseGP, z: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def titsias_posterior(model: SparseGP, z: np.ndarray, x: np.ndarray, y: np.ndarray,
+                      chunk_rows: int = 16384) -> tuple[np.ndarray, np.ndarray]:
     """Titsias' (2009, eq. 10) optimal ``q(u) = N(β K_mm Σ⁻¹ K_mn y, K_mm Σ⁻¹ K_mm)`` with
-    ``Σ = K_mm + β K_mn K_nm``: also the exact posterior of ``u`` under the model for this ``Z``."""
+    ``Σ = K_mm + β K_mn K_nm``: also the exact posterior of ``u`` under the model for this ``Z``.
+
+    ``K_mn K_nm`` and ``K_mn y`` are sums over the rows, taken over slices of ``chunk_rows`` rows,
+    so that no ``N × M`` kernel is held: at H.3.2's 463,715 rows and ``M = 1,024`` it is 3.8 GB in
+    float64 and its distances' temporaries several times that (the ceiling of
+    ``benchmarks/sparse_gp_moves.py`` peaked at 19.1 GB with the whole kernel). A slice's distances
+    are expanded about its own rows' mean (:func:`rbf`), which moves only the last bits."""
     z, x, y = (np.asarray(a, np.float64) for a in (z, x, y))
-    kmm, kmn = model.kmm(z, np), model.kernel(z, x, np)
-    sigma = sla.cho_factor(kmm + model.precision * kmn @ kmn.T, lower=True)
-    mean = model.precision * kmm @ sla.cho_solve(sigma, kmn @ y)
+    if int(chunk_rows) < 1:
+        raise ConfigError(f"titsias_posterior: chunk_rows must be a positive integer, got {chunk_rows!r}")
+    kmm = model.kmm(z, np)
+    phi, psi = np.zeros_like(kmm), np.zeros(len(z))
+    for start in range(0, len(y), int(chunk_rows)):
+        k = model.kernel(z, x[start:start + chunk_rows], np)
+        phi += k @ k.T
+        psi += k @ y[start:start + chunk_rows]
+    sigma = sla.cho_factor(kmm + model.precision * phi, lower=True)
+    mean = model.precision * kmm @ sla.cho_solve(sigma, psi)
     return mean, kmm @ sla.cho_solve(sigma, kmm)
 
 
