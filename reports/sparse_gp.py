@@ -67,7 +67,18 @@ def _common(runs) -> list[str]:
     many = runs[0][1]["num_components"] > 1
     return [_pm(_final(runs, "ess"), ".2f") if many else "—", _pm(elbo, ".1f") if elbo else "—",
             _pm([m["seconds_per_step"] for _, m in runs], ".4f"),
-            f"{max(peak):.2f} ({len(peak)} runs)" if peak else "—", f"{int(np.mean([m['visited'] for _, m in runs])):,}"]
+            f"{max(peak):.2f} ({len(peak)} runs)" if peak else "—", visited_cell(runs)]
+
+
+def visited_cell(runs) -> str:
+    """The points the row's runs visited: one number where they agree, else the range and how many
+    runs read each end (a row whose seeds were rerun at another budget, e.g. the H.3.2 ``pmd``
+    seeds moved to whole passes one by one, must not read as a mean that no run visited)."""
+    visited = [int(m["visited"]) for _, m in runs]
+    low, high = min(visited), max(visited)
+    if low == high:
+        return f"{low:,}"
+    return f"{low:,} ({visited.count(low)} runs) to {high:,} ({visited.count(high)} runs)"
 
 
 def ordering_notes(runs_by: dict, exact: bool) -> list[str]:

@@ -108,6 +108,16 @@ def _runs(*finals):
     return [({"visited": np.array([0, 100]), "curve/test_rmse": np.array([1.0, f])}, {}) for f in finals]
 
 
+def test_visited_cell_names_the_range_where_runs_differ():
+    """One number where the runs agree; where seeds ran at different budgets, both ends and how many
+    runs read each, never their mean (the old cell: 927,681 for 8 runs at 927,744 and 2 at 927,430,
+    a count no run read)."""
+    agree = [({}, {"visited": 927_430})] * 3
+    mixed = [({}, {"visited": 927_744})] * 8 + [({}, {"visited": 927_430})] * 2
+    assert sgp_report.visited_cell(agree) == "927,430"
+    assert sgp_report.visited_cell(mixed) == "927,430 (2 runs) to 927,744 (8 runs)"
+
+
 def test_ordering_notes_by_hand():
     """The ranking and PMD's differences from the table's final scores: pmd (0.10, 0.12) − svi
     (0.14, 0.18) = -0.05, se = sqrt(var(0.10, 0.12)/2 + var(0.14, 0.18)/2) = sqrt(0.0001 + 0.0004)."""
