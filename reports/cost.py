@@ -27,6 +27,8 @@ written before 2026-11-27). A table and a figure show the measures some run coun
   main measure (``work`` when every run counts it, else ``visited``). Under it, PMD's (label
   ``pmd``) rank in the main measure: by the share of targets (one target: of its seeds) reached,
   then the median cost (several targets: the median of its cells' medians over those reached).
+  Several targets: a second table gives the other measures (seconds with and without compilation,
+  points read) over the targets each method reached (:func:`_other_costs`).
   Where the tuning campaign ran (``<label>_tuned`` rows, :mod:`workflow.tuning`), a second sentence
   ranks PMD after tuning: every method once, at its tuned row where it has one (:func:`after_tuning`).
 * The figure: the criterion's score against cost (log x-axis), one line per method: at each
@@ -275,11 +277,39 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
         unit = f"{criterion.group}s"
         head.append(f"Each cell: the median {main} to threshold ({COSTS[main]}) and the seeds that reached.")
         head.append("")
+        notes = [*_other_costs(reach, methods, main, unit), *notes]
     lines = [*head, "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
              *("| " + " | ".join(r) + " |" for r in rows), "", rank_sentence(keys, main, unit), "",
              *([rank_sentence(after_tuning(keys), main, unit, tuned=PMD_LABEL + TUNED if PMD_LABEL + TUNED in keys
                               else PMD_LABEL), ""] if any(m.endswith(TUNED) for m in keys) else []), *notes]
     return "\n".join(lines) + "\n"
+
+
+def _other_costs(reach: dict[str, dict[str, dict[str, Reach]]], methods: list[str], main: str, unit: str) -> list[str]:
+    """Several targets: the costs other than ``main`` (seconds with and without compilation, points
+    read), as a second table, one row per method: over the targets the method reached (its median in
+    ``main`` finite, the cells the ranking counts), the median of its per-target medians in each
+    cost, and their range; "not counted" where a run there did not count the cost."""
+    targets = list(reach)
+    others = [c for c in reach[targets[0]] if c != main]
+    if not others:
+        return []
+    rows = []
+    for m in methods:
+        hit = [t for t in targets if m in reach[t][main] and math.isfinite(reach[t][main][m].median)]
+        cells = []
+        for c in others:
+            values = [reach[t][c][m].median for t in hit]
+            if not values:
+                cells.append("—")
+            elif any(math.isnan(v) for v in values):
+                cells.append("not counted")
+            else:
+                cells.append(f"{_fmt(float(np.median(values)), c)} ({_fmt(min(values), c)} to {_fmt(max(values), c)})")
+        rows.append(f"| {m} | {len(hit)}/{len(targets)} | " + " | ".join(cells) + " |")
+    return [f"The other costs, over the {unit} each method reached (the cells the ranking counts): the median of "
+            f"its per-{unit[:-1]} median cost to threshold, and their range.", "",
+            f"| method | {unit} reached | " + " | ".join(others) + " |", "|" + "---|" * (len(others) + 2), *rows, ""]
 
 
 def _median_curve(runs: Runs, score: Callable[[dict], np.ndarray], cost: str) -> tuple[np.ndarray, np.ndarray]:

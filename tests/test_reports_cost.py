@@ -110,12 +110,41 @@ def test_posteriordb_table_has_a_column_per_posterior_and_ranks_pmd(tmp_path):
     files = (write_runs(tmp_path / "a", {"pmd": [good, good], "svgd": [late, late]}, {"posterior": "a"})
              + write_runs(tmp_path / "b", {"pmd": [good, never], "svgd": [late, late]}, {"posterior": "b"}))
     text = cost.render("posteriordb", files, tmp_path / "cost.md", tmp_path / "cost.png")
-    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    first = text[:text.index("The other costs")]  # the work table; the seconds' table follows
+    rows = {line.split(" | ")[0].strip("| "): line for line in first.splitlines() if line.startswith("| ")}
     assert rows["method"].split(" | ")[2:] == ["a", "b |"]
     assert rows["pmd"] == "| pmd | 1/2 | 10 (2/2) | — (1/2) |"  # work = evals + grads: 5 + 5 at visited 10
     assert rows["svgd"] == "| svgd | 2/2 | 30 (2/2) | 30 (2/2) |"
     assert "PMD (`pmd`) ranks **2 of 2**" in text and "behind `svgd`" in text
     assert (tmp_path / "cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_several_targets_give_the_seconds_over_the_targets_each_method_reached(tmp_path):
+    """Beside the work cells, the other costs: over the posteriors each method reached, the median
+    of its per-posterior medians and their range. pmd reaches a and b at the second evaluation
+    (10 points; 1.0 s with compilation, 1.0 - 0.75 = 0.25 s without), and c never; svgd reaches a
+    at the fourth (30 points, 3 s) and b at the fifth (40, 4 s) and has no compilation clock (its
+    run files predate it): its stepping is "not counted", not zero."""
+    good = {"mean_error_max": [2.0, 0.4, 0.3, 0.3, 0.3], "log_std_ratio_max": [1.0, 0.2, 0.2, 0.2, 0.2]}
+    never = {"mean_error_max": [2.0] * 5, "log_std_ratio_max": [1.0] * 5}
+    late = {"mean_error_max": [2.0, 1.0, 1.0, 0.4, 0.3], "log_std_ratio_max": [1.0, 0.2, 0.2, 0.2, 0.2]}
+    last = {"mean_error_max": [2.0, 1.0, 1.0, 1.0, 0.3], "log_std_ratio_max": [1.0, 0.2, 0.2, 0.2, 0.2]}
+    files = []
+    for posterior, curves in {"a": {"pmd": good, "svgd": late}, "b": {"pmd": good, "svgd": last},
+                              "c": {"pmd": never, "svgd": never}}.items():
+        for method, curve in curves.items():
+            arrays = run(curve)
+            if method == "pmd":
+                arrays["curve/compile_time"] = np.array([0.0, 0.75, 0.75, 0.75, 0.75])
+            path = tmp_path / posterior / method / "seed0.npz"
+            save_npz(path, arrays, {"method": method, "seed": 0, "posterior": posterior})
+            files.append(str(path))
+    text = cost.render("posteriordb", files, tmp_path / "cost.md", tmp_path / "cost.png")
+    second = text[text.index("The other costs"):]
+    rows = {line.split(" | ")[0].strip("| "): line for line in second.splitlines() if line.startswith("| ")}
+    assert rows["method"] == "| method | posteriors reached | visited | wall_time | stepping |"
+    assert rows["pmd"] == "| pmd | 2/3 | 10 (10 to 10) | 1 (1 to 1) | 0.25 (0.25 to 0.25) |"
+    assert rows["svgd"] == "| svgd | 2/3 | 35 (30 to 40) | 3.5 (3 to 4) | not counted |"
 
 
 def test_sparse_gp_leaves_out_a_problem_without_test_rmse(tmp_path):
