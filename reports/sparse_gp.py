@@ -78,7 +78,8 @@ def visited_cell(runs) -> str:
     low, high = min(visited), max(visited)
     if low == high:
         return f"{low:,}"
-    return f"{low:,} ({visited.count(low)} runs) to {high:,} ({visited.count(high)} runs)"
+    runs_at = lambda n: f"{n} run" + ("s" if n > 1 else "")  # noqa: E731
+    return f"{low:,} ({runs_at(visited.count(low))}) to {high:,} ({runs_at(visited.count(high))})"
 
 
 def ordering_notes(runs_by: dict, exact: bool) -> list[str]:

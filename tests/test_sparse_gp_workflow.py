@@ -116,6 +116,7 @@ def test_visited_cell_names_the_range_where_runs_differ():
     mixed = [({}, {"visited": 927_744})] * 8 + [({}, {"visited": 927_430})] * 2
     assert sgp_report.visited_cell(agree) == "927,430"
     assert sgp_report.visited_cell(mixed) == "927,430 (2 runs) to 927,744 (8 runs)"
+    assert sgp_report.visited_cell(mixed[:9]) == "927,430 (1 run) to 927,744 (8 runs)"
 
 
 def test_ordering_notes_by_hand():
