@@ -268,7 +268,8 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
     else:
         header = ["method", f"{criterion.group}s reached", *targets]
         cells = {m: {t: reach[t][main][m] for t in targets if m in reach[t][main]} for m in methods}
-        reached = {m: [r.median for r in cells[m].values() if math.isfinite(r.median)] for m in methods}
+        hit = {m: [t for t, r in cells[m].items() if math.isfinite(r.median)] for m in methods}
+        reached = {m: [cells[m][t].median for t in hit[m]] for m in methods}
         rows = [[m, f"{len(reached[m])}/{len(targets)}",
                  *(f"{_fmt(r.median, main)} ({r.reached}/{len(r.costs)})" if (r := cells[m].get(t)) else "no runs"
                    for t in targets)] for m in methods]
@@ -277,7 +278,7 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
         unit = f"{criterion.group}s"
         head.append(f"Each cell: the median {main} to threshold ({COSTS[main]}) and the seeds that reached.")
         head.append("")
-        notes = [*_other_costs(reach, methods, main, unit), *notes]
+        notes = [*_other_costs(reach, hit, main, criterion.group), *notes]
     lines = [*head, "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
              *("| " + " | ".join(r) + " |" for r in rows), "", rank_sentence(keys, main, unit), "",
              *([rank_sentence(after_tuning(keys), main, unit, tuned=PMD_LABEL + TUNED if PMD_LABEL + TUNED in keys
@@ -285,31 +286,31 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
     return "\n".join(lines) + "\n"
 
 
-def _other_costs(reach: dict[str, dict[str, dict[str, Reach]]], methods: list[str], main: str, unit: str) -> list[str]:
+def _other_costs(reach: dict[str, dict[str, dict[str, Reach]]], hit: dict[str, list[str]], main: str,
+                 group: str) -> list[str]:
     """Several targets: the costs other than ``main`` (seconds with and without compilation, points
-    read), as a second table, one row per method: over the targets the method reached (its median in
-    ``main`` finite, the cells the ranking counts), the median of its per-target medians in each
-    cost, and their range; "not counted" where a run there did not count the cost."""
+    read), as a second table, one row per method: over ``hit[method]``, the targets it reached (its
+    median in ``main`` finite, the cells the ranking counts), the median of its per-target medians
+    in each cost, and their range; "not counted" where a run there did not count the cost."""
     targets = list(reach)
     others = [c for c in reach[targets[0]] if c != main]
     if not others:
         return []
     rows = []
-    for m in methods:
-        hit = [t for t in targets if m in reach[t][main] and math.isfinite(reach[t][main][m].median)]
+    for m, reached in hit.items():
         cells = []
         for c in others:
-            values = [reach[t][c][m].median for t in hit]
+            values = [reach[t][c][m].median for t in reached]
             if not values:
                 cells.append("—")
             elif any(math.isnan(v) for v in values):
                 cells.append("not counted")
             else:
                 cells.append(f"{_fmt(float(np.median(values)), c)} ({_fmt(min(values), c)} to {_fmt(max(values), c)})")
-        rows.append(f"| {m} | {len(hit)}/{len(targets)} | " + " | ".join(cells) + " |")
-    return [f"The other costs, over the {unit} each method reached (the cells the ranking counts): the median of "
-            f"its per-{unit[:-1]} median cost to threshold, and their range.", "",
-            f"| method | {unit} reached | " + " | ".join(others) + " |", "|" + "---|" * (len(others) + 2), *rows, ""]
+        rows.append(f"| {m} | {len(reached)}/{len(targets)} | " + " | ".join(cells) + " |")
+    return [f"The other costs, over the {group}s each method reached (the cells the ranking counts): the median of "
+            f"its per-{group} median cost to threshold, and their range.", "",
+            f"| method | {group}s reached | " + " | ".join(others) + " |", "|" + "---|" * (len(others) + 2), *rows, ""]
 
 
 def _median_curve(runs: Runs, score: Callable[[dict], np.ndarray], cost: str) -> tuple[np.ndarray, np.ndarray]:
