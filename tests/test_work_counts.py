@@ -135,17 +135,19 @@ def test_tempered_smc_counts_its_weights_and_moves_on_all_rows():
 
 
 def test_data_tempered_smc_counts_new_rows_and_full_data_moves():
-    """A step of the pass: ``m·B`` for the new rows, and on resampling ``2·N·m`` evaluations of the
-    weights plus the move's gradients (bounded); after the pass nothing."""
+    """A step of the pass: ``m·B`` for the new rows, and for each of its stage moves ``2·N·m``
+    evaluations of the weights, the move's gradients (bounded) and ``m·B`` for the rows again at the
+    moved particles; after the pass nothing."""
     m, mcmc = 16, 2
     result = run(DataTemperedSMC(CONJ.model, N, m, data=CONJ.data, num_mcmc_steps=mcmc), CONJ.data, passes=1.5)
     evals, grads = per_step(result, passes=1.5)
-    reading, moved = result.info["visited"] > 0, result.info["resampled"]
+    reading, moves = result.info["visited"] > 0, result.info["moves"]
     np.testing.assert_array_equal(reading, [True] * 4 + [False] * 2)
-    assert moved.any()
-    low, high = hmc_bounds(moved, m, mcmc)
+    assert moves.any()
+    np.testing.assert_array_equal(result.info["resampled"], moves > 0)
+    low, high = hmc_bounds(moves, m, mcmc)
     assert np.all((low <= grads) & (grads <= high))
-    np.testing.assert_allclose(evals - grads, m * B * reading + 2 * N * m * moved, rtol=1e-6)
+    np.testing.assert_allclose(evals - grads, m * B * (reading + moves) + 2 * N * m * moves, rtol=1e-6)
 
 
 def test_peer_svgd_and_numpyro_svi_count_one_gradient_per_particle_and_row():
