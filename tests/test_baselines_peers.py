@@ -98,6 +98,43 @@ def test_data_tempered_smc_brings_in_a_batch_the_prior_explains_badly_in_stages(
     _check_particles(res.posterior, conj)
 
 
+def test_data_tempered_smc_drops_particles_outside_the_batch_support():
+    """``x_n ~ N(θ, I)`` but ``p(x|θ) = 0`` where ``θ_0 < 0.25``: about 60 % of the prior draws lie
+    outside the likelihood's support, and one batch brings in all ``N`` rows. The data sit at
+    ``θ_0 = 1.5``, 12 posterior sds inside the support, so the posterior is the conjugate one to
+    within ``e^-70``; tolerances those of ``_check_particles``. Before, no positive exponent kept
+    the conditional ESS with 60 % of the increments at ``-∞``, the batch came in whole and left one
+    particle (posteriordb's arma)."""
+    problem = ConjugateGaussian(dim=2)
+    _, x = problem.simulate(0, N, theta=np.array([1.5, 0.0]))
+    conj = Conjugate(problem, x.astype(np.float32), *problem.posterior(x))
+    base = conj.model
+    model = pmd.Model(base.dim, base.log_prior,
+                      lambda th, xn: jnp.where(th[0] >= 0.25, base.log_likelihood(th, xn), -jnp.inf),
+                      base.sample_prior, name="truncated-conjugate")
+    algo = DataTemperedSMC(model, data_size=N, num_particles=M, data=conj.data)
+    res = pmd.run(algo, conj.data, jax.random.key(0), batch_size=N, num_passes=1)
+    assert res.info["moves"][0] > 1
+    _check_particles(res.posterior, conj)
+
+
+def test_hmc_mass_matrix_keeps_a_narrow_coordinate_beside_a_wide_one():
+    """The move's inverse mass matrix is the cloud's covariance with a jitter relative to each
+    coordinate's own variance: a slope 10⁴ times narrower than an intercept and correlated −0.999
+    with it (posteriordb's kilpisjarvi) keeps its variance to 1e-5. A jitter of 1e-6 times the
+    mean variance, as before, made it 50 times too wide."""
+    key = jax.random.key(0)
+    z = jax.random.normal(key, (4000, 2))
+    slope = 1e-2 * z[:, 0]
+    intercept = 1e2 * (-0.999 * z[:, 0] + np.sqrt(1 - 0.999**2) * z[:, 1])
+    cloud = jnp.stack([intercept, slope], axis=1)
+    algo = DataTemperedSMC(CONJ.model, data_size=N, num_particles=4000, data=CONJ.data)
+    params = algo._move_parameters(key, cloud, jnp.zeros(4000), jnp.asarray(1.0))
+    inverse_mass = np.asarray(params["inverse_mass_matrix"][0], np.float64)
+    cov = np.cov(np.asarray(cloud, np.float64), rowvar=False, bias=True)
+    np.testing.assert_allclose(np.diag(inverse_mass), np.diag(cov), rtol=1e-5)
+
+
 def test_data_tempering_adds_each_row_once():
     """Without resampling (threshold 0) the weights are the prior draws' likelihood of the rows
     added so far — the first 30 of the order drawn at init — normalised: importance sampling."""

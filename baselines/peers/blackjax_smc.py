@@ -15,7 +15,11 @@ slowly with the dimension (``d^{1/4}`` leapfrog steps against ``d`` proposals; B
 
 * the inverse mass matrix is the weighted covariance of the cloud that the move targets, so the
   dynamics run in whitened coordinates (Buchholz, Chopin & Jacob 2021, sec. 3.1 use its diagonal;
-  the full matrix also whitens correlated posteriors);
+  the full matrix also whitens correlated posteriors), with a jitter of ``MASS_JITTER`` times each
+  coordinate's own variance (:func:`pmd.bandwidth.stable_cholesky`). A jitter sized to the mean
+  variance, as before, widened a coordinate 10⁴ times narrower than another by orders of
+  magnitude (posteriordb's kilpisjarvi: a slope beside an intercept), and the moves there were
+  all rejected;
 * the trajectory length is ``trajectory_length`` whitened units, default ``π/2``: a quarter period
   of the dynamics of a whitened Gaussian, which maps a point to an independent one (a half period
   maps ``θ`` to its reflection ``2μ - θ`` and leaves the error of the resampled cloud in place:
@@ -57,7 +61,7 @@ import jax.numpy as jnp
 from blackjax.smc import adaptive_tempered, partial_posteriors_path, resampling
 from blackjax.smc.tempered import TemperedSMCState
 
-from pmd.bandwidth import weighted_cov
+from pmd.bandwidth import stable_cholesky, weighted_cov
 from pmd.interface import ConfigError, FullDataStep, require_fraction, require_positive_int, work
 from pmd.posterior import ParticlePosterior
 from pmd.weights import cap_step_size, effective_sample_size, normalize
@@ -69,7 +73,7 @@ Array = jax.Array
 TARGET_ACCEPTANCE = 0.65  # Beskos, Pillai, Roberts, Sanz-Serna & Stuart (2013)
 STEP_JITTER = 0.2  # per-particle step sizes uniform in [1 - 0.2, 1 + 0.2] times the adapted one
 MAX_INTEGRATION_STEPS = 100  # caps the cost of a move if the step size collapses
-MASS_JITTER = 1e-6  # added to the cloud covariance's diagonal, relative to its mean variance
+MASS_JITTER = 1e-6  # added to the cloud covariance's diagonal, relative to each coordinate's variance
 MAX_START_ROUNDS = 100  # rounds of m prior draws that may fill the tempered start (TemperedSMC.init)
 MAX_BATCH_STAGES = 100  # tempering stages one batch may take (DataTemperedSMC); the last takes the rest
 
@@ -97,9 +101,9 @@ class _HMCMoves(FullDataStep):
         Leaves of leading size 1 are shared by all particles, leaves of size ``m`` are per particle
         (BlackJAX's convention, ``blackjax.smc.from_mcmc.unshared_parameters_and_step_fn``).
         """
-        m, d = particles.shape
-        cov = weighted_cov(particles, log_weights)
-        cov = cov + MASS_JITTER * jnp.trace(cov) / d * jnp.eye(d, dtype=cov.dtype)
+        m = particles.shape[0]
+        factor = stable_cholesky(weighted_cov(particles, log_weights), MASS_JITTER)
+        cov = factor @ factor.T
         steps = step_size * jax.random.uniform(key, (m,), particles.dtype, 1.0 - STEP_JITTER, 1.0 + STEP_JITTER)
         leapfrogs = jnp.clip(jnp.ceil(self.trajectory_length / steps), 1, MAX_INTEGRATION_STEPS)
         return {
@@ -322,8 +326,16 @@ class DataTemperedSMC(_HMCMoves):
        below ``threshold · m``, as IBIS does: a stage's conditional ESS can keep ``threshold``
        while the ESS of weights that were not uniform falls below it. The last stage is the one
        whose rest of the batch keeps the conditional ESS, the ``MAX_BATCH_STAGES``-th, or one for
-       which no positive ``Δφ`` keeps it (increments of ``-∞``, which no exponent softens); the
-       last two take the rest of the batch at once.
+       which the bisection finds no positive ``Δφ`` that keeps it; the last two take the rest of
+       the batch at once.
+
+    A particle where the batch's log-likelihood is ``-∞`` or NaN (an ARMA model's non-invertible
+    coefficients, say) leaves the cloud at the stage's start: its weight under
+    ``π_{t-1} exp(Δφ ℓ)`` is 0 for every ``Δφ > 0``, the path's limit ``Δφ → 0⁺`` is
+    ``π_{t-1}`` restricted to the batch's support, and the exponent is chosen on the particles
+    left (the conditional ESS counts only those). Without this, no positive ``Δφ`` kept the
+    conditional ESS when more than ``1 - threshold`` of the particles fell outside (posteriordb's
+    arma: 549 of 1,000 prior draws), and the whole batch came in at once, leaving one particle.
 
     Why stages. Without them a first batch that the prior draws explain badly leaves one particle
     (posteriordb's diamonds, 26 coefficients: ESS 1.00 of 1,000 after the first 50 rows), its
@@ -460,6 +472,7 @@ class DataTemperedSMC(_HMCMoves):
         def stage(carry):
             k, particles, log_w, loglik, phi, step_size, stages, moves, accepted, evals, grads = carry
             rest = 1.0 - phi
+            log_w = normalize(jnp.where(jnp.isfinite(loglik), log_w, -jnp.inf))  # the limit Δφ → 0⁺
             delta = cap_step_size(log_w, loglik, rest, self.threshold)
             # the last allowed stage, or one no positive exponent fits, takes the rest
             delta = jnp.where((delta > 0) & (stages < MAX_BATCH_STAGES - 1), delta, rest)
