@@ -472,13 +472,14 @@ class DataTemperedSMC(_HMCMoves):
         def stage(carry):
             k, particles, log_w, loglik, phi, step_size, stages, moves, accepted, evals, grads = carry
             rest = 1.0 - phi
-            log_w = normalize(jnp.where(jnp.isfinite(loglik), log_w, -jnp.inf))  # the limit Δφ → 0⁺
+            inside = jnp.isfinite(loglik)
+            log_w = normalize(jnp.where(inside, log_w, -jnp.inf))  # the limit Δφ → 0⁺
             delta = cap_step_size(log_w, loglik, rest, self.threshold)
             # the last allowed stage, or one no positive exponent fits, takes the rest
             delta = jnp.where((delta > 0) & (stages < MAX_BATCH_STAGES - 1), delta, rest)
             short = delta < rest
             phi = jnp.where(short, phi + delta, 1.0)
-            log_w = normalize(log_w + delta * loglik)
+            log_w = normalize(jnp.where(inside, log_w + delta * loglik, -jnp.inf))  # no -∞ + NaN
             k, k_move = jax.random.split(k)
 
             def move():
