@@ -36,11 +36,13 @@ SVI_RMS_MEAN, SVI_RMS_VAR, SVI_RMS_COV = 0.077, 0.105, 0.077
 CONJ = Conjugate.make(num_data=N)
 
 
-def _conjugate(dim: int) -> Conjugate:
-    if dim == 2:
+def _conjugate(dim: int, prior_std: float = 1.0, seed: int = 0, theta=None) -> Conjugate:
+    """The conjugate problem in ``dim`` dimensions with ``N`` rows simulated from ``seed`` (at ``θ*``
+    = ``theta`` if given, else a prior draw); the module's ``CONJ`` for its own settings."""
+    if theta is None and (dim, prior_std, seed) == (2, 1.0, 0):
         return CONJ
-    problem = ConjugateGaussian(dim=dim)
-    _, x = problem.simulate(0, N)
+    problem = ConjugateGaussian(dim=dim, prior_std=prior_std)
+    _, x = problem.simulate(seed, N, theta=theta)
     return Conjugate(problem, x.astype(np.float32), *problem.posterior(x))
 
 
@@ -88,9 +90,7 @@ def test_data_tempered_smc_brings_in_a_batch_the_prior_explains_badly_in_stages(
     ``2000 / 70⁵ ≪ 1`` (the collapse of posteriordb's diamonds). Tempered in stages, each stage
     keeping half the particles, the batch comes in with several moves and the pass ends at the
     posterior, within the ESS-based tolerances of ``_check_particles``."""
-    problem = ConjugateGaussian(dim=5, prior_std=10.0)
-    _, x = problem.simulate(1, N)
-    conj = Conjugate(problem, x.astype(np.float32), *problem.posterior(x))
+    conj = _conjugate(5, prior_std=10.0, seed=1)
     algo = DataTemperedSMC(conj.model, data_size=N, num_particles=M, data=conj.data)
     res = pmd.run(algo, conj.data, jax.random.key(0), batch_size=50, num_passes=1)
     assert res.info["ess"][0] < 2  # what the batch's whole likelihood would leave
@@ -106,9 +106,7 @@ def test_data_tempered_smc_drops_particles_outside_the_batch_support():
     within ``e^-70``; tolerances those of ``_check_particles``. Before, no positive exponent kept
     the conditional ESS with 60 % of the increments at ``-∞``, the batch came in whole and left one
     particle (posteriordb's arma)."""
-    problem = ConjugateGaussian(dim=2)
-    _, x = problem.simulate(0, N, theta=np.array([1.5, 0.0]))
-    conj = Conjugate(problem, x.astype(np.float32), *problem.posterior(x))
+    conj = _conjugate(2, theta=np.array([1.5, 0.0]))
     base = conj.model
     outside = lambda th: jnp.where(th[1] > 0, -jnp.inf, jnp.nan)  # noqa: E731 (NaN counts as outside too)
     model = pmd.Model(base.dim, base.log_prior,
