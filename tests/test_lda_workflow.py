@@ -93,6 +93,7 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
     assert "against sklearn at equal K" in text and "Paper (Dai et al. 2016" in text
     assert "Ordering here, by mean final log-perplexity (one estimator)" in text
     assert "At the first evaluation (40 documents" in text and "over the fold-in ladder [6, 12, 24]" in text
+    assert "| method | 6 sweeps | 12 sweeps | 24 sweeps | largest move 12 → 24 |" in text
     assert panel.stat().st_size > 10_000
     assert cli.main(["--config", str(config), "report", "figure5", "--data", str(corpus), "--runs", runs[0],
                      "--out", str(fig5)]) == 0
@@ -156,3 +157,20 @@ def test_perplexity_gap_by_hand():
     assert gap == pytest.approx(0.0) and se == pytest.approx(1.0)
     gap, se = lda_report.perplexity_gap([102.0], [100.0])  # one seed a side: a gap, no spread to give
     assert gap == pytest.approx(2.0) and se == 0.0
+
+
+def test_fold_in_table_shows_the_estimate_at_every_rung_by_hand():
+    """The table of the one estimator against its fold-in sweeps (issue 30: "show it"): each method's
+    mean over seeds at every rung, the worst run's last-doubling move; runs folded in over different
+    ladders are refused, since they would not be one estimator."""
+    def run(values, sweeps=(25, 50, 100)):
+        return None, {"fold_in": {"sweeps": list(sweeps), "log_perplexity": list(values)}}
+    runs_by = {"pmd": [run([7.30, 7.20, 7.10]), run([7.50, 7.40, 7.14])],   # last moves 0.10 and 0.26
+               "svi": [run([7.40, 7.35, 7.34])]}
+    text = lda_report.fold_in_table(runs_by)
+    assert "| method | 25 sweeps | 50 sweeps | 100 sweeps | largest move 50 → 100 |" in text
+    assert "| pmd | 7.4000 | 7.3000 | 7.1200 | 0.2600 |" in text
+    assert "| svi | 7.4000 | 7.3500 | 7.3400 | 0.0100 |" in text
+    runs_by["svi"].append(run([7.4, 7.3, 7.3, 7.3], sweeps=(25, 50, 100, 200)))
+    with pytest.raises(ValueError, match="different ladders"):
+        lda_report.fold_in_table(runs_by)
