@@ -3,13 +3,14 @@ code before the fix.
 
 * a Gaussian mixture (NPV's family) is scored from its own draws, not from its centres;
 * a floor is computed at the sample size the methods are scored from, and scoring draws exactly
-  ``n`` points of every kind of posterior;
+  ``n`` points of every kind of posterior; a table refuses a score and a floor at different sizes;
 * the posteriordb budget ends every run at a pass end, whatever ``N`` and the batch size;
 * LDA's held-out estimator is the same for every family of method, and has converged.
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 import jax
@@ -24,7 +25,9 @@ from pmd.models import lda
 from pmd.models.conjugate import ConjugateGaussian
 from pmd.posterior import GaussianPosterior, KDEPosterior, MixturePosterior, ParticlePosterior, own_draws
 from pmd.sample_metrics import SampleReference, reference_floor
+from pmd_bench.reports import posteriordb as posteriordb_report
 from pmd_bench.workflow.experiments import posteriordb
+from pmd_bench.workflow.results import save_npz
 
 
 def _exact_reference(mean: np.ndarray, cov: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -297,3 +300,22 @@ def test_paper_config_chains_hold_every_state_after_burn_in():
                                               steps - burn, "states after burn-in")
             checked.append((experiment, label))
     assert {("mixture", "sgld"), ("mixture", "gibbs"), ("logistic", "sgld")} <= set(checked)
+
+
+@pytest.mark.parametrize("scored_from", [100, 300])
+def test_the_posteriordb_table_refuses_a_score_and_its_floor_at_different_sample_sizes(tmp_path, scored_from):
+    """A run scored from 300 draws beside a floor from 100 would compare a method with a floor it
+    cannot reach (the audit's logistic and mixture case): the report refuses it, naming the file."""
+    floor = {"posterior": "p", "floor": {k: 0.05 for k in posteriordb_report.ACCURACY}, "floor_samples": 100,
+             "chains": 10, "draws": 1000, "columns": ["a"], "iid": True, "dim": 1, "num_data": 10}
+    (tmp_path / "p.json").write_text(json.dumps(floor))
+    meta = {"posterior": "p", "method": "svi", "seed": 0, "status": "ok", "error": None,
+            "params": {"eval_samples": scored_from, "num_passes": 5, "steps_per_pass": 100},
+            "final": {k: 0.1 for k in posteriordb_report.ACCURACY}, "step_seconds": 1.0, "visited": 50}
+    save_npz(tmp_path / "run.npz", {"visited": np.array([0, 50])}, meta)
+    collect = lambda: posteriordb_report.collect([str(tmp_path / "p.json")], [str(tmp_path / "run.npz")])  # noqa: E731
+    if scored_from == 100:
+        assert collect()["posteriors"]["p"]["methods"]["svi"]["runs"] == 1
+    else:
+        with pytest.raises(ValueError, match=r"run\.npz: scored from 300 draws, but the floor of p from 100"):
+            collect()
