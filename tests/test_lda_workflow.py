@@ -10,6 +10,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from pmd.models import lda as lda_model
 from pmd_bench.datasets.synthetic import prepare_lda_corpus
 from pmd_bench.reports import lda as lda_report
 from pmd_bench.reports.resultfiles import load_npz, mean_difference
@@ -39,6 +40,22 @@ def test_grid_overlay_merges_into_the_standard_config():
     config_mod.validate(merged)
     assert set(merged["lda"]["grid"]["methods"]) <= set(merged["lda"]["methods"])
     assert merged["results_dir"] != "results"  # the overlay must not replace the default's resolved config
+
+
+def test_synthetic_tuning_overlay_merges_over_the_standard_and_tuning_configs():
+    merged = {}
+    for name in ("standard.yaml", "tuning.yaml", "lda_synth_tuned.yaml"):
+        merged = _merge(merged, yaml.safe_load((CONFIG_DIR / name).read_text()))
+    config_mod.validate(merged)
+    lda = merged["lda"]
+    assert lda["dataset"] == lda["offline_dataset"] == "lda-synth" and merged["results_dir"] != "results"
+    grids = lda["tuning"]["grids"]
+    assert set(grids) == {"pmd", "pmd_m4", "svi", "svi_hoffman", "sgrld"} <= set(lda["methods"])
+    for label, grid in grids.items():  # every point is a step size the method's schedule accepts
+        for point in grid["step_size"]:
+            assert lda_model.learning_rate(point)(1) > 0, (label, point)
+    # one grid for the η/(n₀ + t^κ) methods, so that the choice compares settings, not grids
+    assert grids["pmd"] == grids["pmd_m4"] == grids["svi"] == grids["sgrld"]
 
 
 def test_lda_cli_end_to_end(tmp_path, monkeypatch):
