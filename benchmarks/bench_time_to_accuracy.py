@@ -59,7 +59,6 @@ from pmd_bench.datasets.settings import resolve_settings
 from pmd import ParticlePosterior
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.models.posteriordb import load_problem, reference_draws
-from pmd.rejuvenation import full_log_likelihood
 from pmd.runner import compilation_seconds
 from pmd.sample_metrics import SampleReference
 from pmd_bench.workflow import methods
@@ -115,11 +114,15 @@ def time_method(label, spec, section, problem, reference, args):
 
 
 def nuts_logdensity(model, data):
-    """``θ ↦ log p(θ) + Σ_n log p(x_n|θ)`` on the whole ``data`` (blocks of 4,096 rows), NUTS's target.
-    Build it inside the jitted function that takes ``data`` as an argument: a closed-over data set is a
-    compile-time constant (docs/findings.md, 2026-11-25)."""
-    loglik = full_log_likelihood(model, data, chunk=min(int(jax.tree_util.tree_leaves(data)[0].shape[0]), 4096))
-    return lambda theta: model.log_prior_many(theta[None])[0] + loglik(theta[None])[0]
+    """``θ ↦ log p(θ) + Σ_n log p(x_n|θ)`` on the whole ``data`` in one vectorised sum, NUTS's target as
+    a BlackJAX user writes it. Build it inside the jitted function that takes ``data`` as an argument: a
+    closed-over data set is a compile-time constant (docs/findings.md, 2026-11-25).
+
+    Until 2026-11-29 the sum ran in blocks of 4,096 rows inside a ``scan`` (PMD's moves read the data
+    that way, to bound an ``m × rows`` array); for one chain that is no saving, and on the synthetic
+    logistic problem it made each gradient 3-6× as slow (N = 2·10⁵: 5.1 against 1.7 ms; N = 10⁶: 54
+    against 8.4 ms; docs/findings.md, 2026-11-29), which had handicapped NUTS at large N."""
+    return lambda theta: model.log_prior(theta) + jnp.sum(model.batch_log_likelihood(theta[None], data))
 
 
 def time_nuts(problem, reference, args, eval_samples):

@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import norm
 
 from pmd import GaussianPosterior, ModelError, ParticlePosterior
-from pmd.models.logistic import BayesianLogisticRegression, add_bias, labelled, predictive_scores
+from pmd.models.logistic import BayesianLogisticRegression, add_bias, labelled, log_sigmoid, predictive_scores
 from pmd.sample_metrics import SampleReference, energy_distance, wasserstein2_1d
 
 
@@ -31,6 +31,34 @@ def test_likelihood_and_prior_match_the_formula(problem):
     np.testing.assert_allclose(ours, direct, rtol=1e-5, atol=1e-5)
     prior = -0.5 * np.sum(ws**2, axis=1) / 4.0 - 4 * math.log(2.0) - 2 * math.log(2 * math.pi)
     np.testing.assert_allclose(np.asarray(model.log_prior_many(jnp.asarray(ws, jnp.float32))), prior, rtol=1e-5)
+
+
+def test_log_sigmoid_matches_logaddexp_with_its_first_and_second_derivatives():
+    """The fast ``log σ`` is ``-logaddexp(0, -z)`` in value, slope ``σ(-z)`` and curvature ``-σ(z)σ(-z)``
+    from ``-inf`` to ``+inf``, in float32 (the tolerance: a few float32 ulps of values of order 1;
+    the margins ±30 and beyond test the tails, where a naive ``log(1 + exp(-z))`` overflows)."""
+    z = jnp.asarray([-jnp.inf, -1e4, -80.0, -30.0, -5.0, -1.0, -1e-3, 0.0, 1e-3, 1.0, 5.0, 30.0, 80.0, 1e4, jnp.inf],
+                    jnp.float32)
+    def reference(v):
+        return -jnp.logaddexp(0.0, -v)
+
+    np.testing.assert_allclose(np.asarray(log_sigmoid(z)), np.asarray(reference(z)), rtol=1e-6, atol=1e-6)
+    slope = jax.vmap(jax.grad(log_sigmoid))(z)
+    np.testing.assert_allclose(np.asarray(slope), np.asarray(jax.vmap(jax.grad(reference))(z)), rtol=1e-6, atol=1e-7)
+    curvature = jax.vmap(jax.grad(jax.grad(log_sigmoid)))(z)
+    exact = -jax.nn.sigmoid(z) * jax.nn.sigmoid(-z)
+    np.testing.assert_allclose(np.asarray(curvature), np.asarray(exact), rtol=1e-5, atol=1e-7)
+    assert float(curvature[7]) == pytest.approx(-0.25)
+    # the likelihood's gradient and Hessian in w go through it: -(σ(-y wᵀx) y x) and -σσ x xᵀ
+    model = BayesianLogisticRegression(2).model()
+    datum = {"x": jnp.asarray([0.5, -2.0]), "y": jnp.asarray(-1.0)}
+    w = jnp.asarray([0.3, 0.7])
+    margin = float(datum["y"] * (datum["x"] @ w))
+    s = 1.0 / (1.0 + math.exp(margin))
+    np.testing.assert_allclose(np.asarray(jax.grad(model.log_likelihood)(w, datum)), s * -1.0 * np.asarray([0.5, -2.0]),
+                               rtol=1e-6)
+    hessian = jax.hessian(model.log_likelihood)(w, datum)
+    np.testing.assert_allclose(np.asarray(hessian), -s * (1 - s) * np.outer([0.5, -2.0], [0.5, -2.0]), rtol=1e-5)
 
 
 def test_likelihood_is_stable_for_large_margins():

@@ -15,7 +15,7 @@ import pytest
 from pmd import PMD, ConfigError, Model, run, run_batched
 from pmd.models.conjugate import ConjugateGaussian
 from pmd.local_kernel import LocalShrinkage
-from pmd.rejuvenation import (DEFAULT_MOVES, LogTarget, MALAMoves, full_log_likelihood, hessian_root,
+from pmd.rejuvenation import (DEFAULT_MOVES, LogTarget, MALAMoves, hessian_root,
                               independence_sweeps, initial_step_size)
 from pmd_bench.workflow.reference import laplace_approximation
 
@@ -41,7 +41,8 @@ def test_moves_keep_exact_posterior_draws_exact(precondition):
     assert np.max(np.abs(moved.mean(0) - mean)) < 4 * sd / np.sqrt(m)
     assert np.max(np.abs(moved.var(0) / cov[0, 0] - 1)) < 4 * np.sqrt(2 / m)
     assert abs(float(rate) - 0.574) < 0.15
-    direct = model.log_prior_many(jnp.asarray(moved)) + full_log_likelihood(model, jnp.asarray(x), 64)(jnp.asarray(moved))
+    moved = jnp.asarray(moved)
+    direct = model.log_prior_many(moved) + model.batch_log_likelihood(moved, jnp.asarray(x)).sum(1)
     np.testing.assert_allclose(np.asarray(logp), np.asarray(direct), rtol=1e-5)
 
 
@@ -105,32 +106,28 @@ def test_independence_sweeps_are_invariant_for_small_populations(m):
     assert float(jnp.mean(rate)) > 0.2, float(jnp.mean(rate))
 
 
-def test_full_log_likelihood_matches_unblocked_sum():
+@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize("count", [1, 8, 16, 21, 37])
+def test_log_target_over_the_first_rows_of_an_order(count, ordered):
+    """The blocked target over the first ``count`` rows of a permutation (or of the data as stored)
+    equals the prior plus the unblocked sum over exactly those rows: values, per-particle gradients
+    (autodiff of the direct sum) and the Hessian at one point (the conjugate model's is
+    ``-(I/s₀² + count·I/σ²)``). Blocks of 8 of 37 rows: a tail alone (1), whole blocks alone (8, 16),
+    both (21), and a tail that runs past the last row (37)."""
     prob = ConjugateGaussian(dim=3)
     _, x = prob.simulate(seed=1, n=37)
     model = prob.model()
-    thetas = jnp.asarray(np.random.default_rng(2).standard_normal((5, 3)), jnp.float32)
-    blocked = full_log_likelihood(model, jnp.asarray(x), chunk=8)(thetas)
-    np.testing.assert_allclose(blocked, model.batch_log_likelihood(thetas, jnp.asarray(x)).sum(1), rtol=1e-5)
-
-
-@pytest.mark.parametrize("count", [1, 8, 21, 37])
-def test_log_target_over_the_first_rows_of_an_order(count):
-    """The blocked target over the first ``count`` rows of a permutation equals the prior plus the
-    unblocked sum over exactly those rows: values, per-particle gradients (autodiff of the direct
-    sum) and the Hessian at one point (the conjugate model's is ``-(I/s₀² + count·I/σ²)``)."""
-    prob = ConjugateGaussian(dim=3)
-    _, x = prob.simulate(seed=1, n=37)
-    model = prob.model()
-    order = np.random.default_rng(3).permutation(37)
+    order = np.random.default_rng(3).permutation(37) if ordered else np.arange(37)
     thetas = jnp.asarray(np.random.default_rng(2).standard_normal((5, 3)), jnp.float32)
     target = LogTarget(model, x, chunk=8)
-    values, grads = target.value_and_grad(thetas, jnp.asarray(count), jnp.asarray(order))
+    given = jnp.asarray(order) if ordered else None
+    values, grads = target.value_and_grad(thetas, jnp.asarray(count), given)
     rows = jnp.asarray(x[order[:count]])
     direct = lambda th: model.log_prior_many(th) + model.batch_log_likelihood(th, rows).sum(1)  # noqa: E731
     np.testing.assert_allclose(values, direct(thetas), rtol=1e-5)
     np.testing.assert_allclose(grads, jax.grad(lambda th: jnp.sum(direct(th)))(thetas), rtol=1e-4, atol=1e-4)
-    hessian = target.hessian(thetas[0], jnp.asarray(count), jnp.asarray(order))
+    np.testing.assert_allclose(target.value(thetas, jnp.asarray(count), given), direct(thetas), rtol=1e-5)
+    hessian = target.hessian(thetas[0], jnp.asarray(count), given)
     expected = jax.hessian(lambda th: direct(th[None])[0])(thetas[0])
     np.testing.assert_allclose(hessian, expected, rtol=1e-5, atol=1e-5)
 
