@@ -120,7 +120,7 @@ def nuts_logdensity(model, data):
 
     Until 2026-11-29 the sum ran in blocks of 4,096 rows inside a ``scan`` (PMD's moves read the data
     that way, to bound an ``m × rows`` array); for one chain that is no saving, and on the synthetic
-    logistic problem it made each gradient 3-6× as slow (N = 2·10⁵: 5.1 against 1.7 ms; N = 10⁶: 54
+    logistic problem it made each gradient 3-6.5× as slow (N = 2·10⁵: 5.1 against 1.7 ms; N = 10⁶: 54
     against 8.4 ms; docs/findings.md, 2026-11-29), which had handicapped NUTS at large N."""
     return lambda theta: model.log_prior(theta) + jnp.sum(model.batch_log_likelihood(theta[None], data))
 
