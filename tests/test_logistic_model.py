@@ -39,6 +39,7 @@ def test_log_sigmoid_matches_logaddexp_with_its_first_and_second_derivatives():
     the margins ±30 and beyond test the tails, where a naive ``log(1 + exp(-z))`` overflows)."""
     z = jnp.asarray([-jnp.inf, -1e4, -80.0, -30.0, -5.0, -1.0, -1e-3, 0.0, 1e-3, 1.0, 5.0, 30.0, 80.0, 1e4, jnp.inf],
                     jnp.float32)
+
     def reference(v):
         return -jnp.logaddexp(0.0, -v)
 
@@ -49,16 +50,15 @@ def test_log_sigmoid_matches_logaddexp_with_its_first_and_second_derivatives():
     exact = -jax.nn.sigmoid(z) * jax.nn.sigmoid(-z)
     np.testing.assert_allclose(np.asarray(curvature), np.asarray(exact), rtol=1e-5, atol=1e-7)
     assert float(curvature[7]) == pytest.approx(-0.25)
-    # the likelihood's gradient and Hessian in w go through it: -(σ(-y wᵀx) y x) and -σσ x xᵀ
+    # the likelihood's gradient and Hessian in w go through it: σ(-m) y x and -σ(m)σ(-m) x xᵀ, m = y wᵀx
     model = BayesianLogisticRegression(2).model()
-    datum = {"x": jnp.asarray([0.5, -2.0]), "y": jnp.asarray(-1.0)}
+    x, y = np.asarray([0.5, -2.0]), -1.0
+    datum = {"x": jnp.asarray(x), "y": jnp.asarray(y)}
     w = jnp.asarray([0.3, 0.7])
-    margin = float(datum["y"] * (datum["x"] @ w))
-    s = 1.0 / (1.0 + math.exp(margin))
-    np.testing.assert_allclose(np.asarray(jax.grad(model.log_likelihood)(w, datum)), s * -1.0 * np.asarray([0.5, -2.0]),
-                               rtol=1e-6)
+    s = 1.0 / (1.0 + math.exp(y * float(x @ np.asarray(w))))  # σ(-m)
+    np.testing.assert_allclose(np.asarray(jax.grad(model.log_likelihood)(w, datum)), s * y * x, rtol=1e-6)
     hessian = jax.hessian(model.log_likelihood)(w, datum)
-    np.testing.assert_allclose(np.asarray(hessian), -s * (1 - s) * np.outer([0.5, -2.0], [0.5, -2.0]), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(hessian), -s * (1 - s) * np.outer(x, x), rtol=1e-5)
 
 
 def test_likelihood_is_stable_for_large_margins():
