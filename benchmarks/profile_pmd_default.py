@@ -101,7 +101,7 @@ def main(argv=None):
     stream = PMD(model, args.rows, args.particles, rejuvenate=None)
     stream_compile_s, stream_s, _ = profile_run(stream, data, key, args.batch, args.passes)
     moved = np.flatnonzero(np.asarray(info["moved"]))
-    target = LogTarget(model, data, default.moves.chunk)
+    target = LogTarget(model, data, default.moves.block_rows(args.particles))
     thetas = model.sample_prior(jax.random.key(1), args.particles) * 0.01
     round_fn = jax.jit(lambda k, th, n: default.moves(k, th, jnp.zeros(th.shape[0]), target, n,
                                                         kernel=lambda kk, p, w: default._kernel(kk, p, w, 1.0)))

@@ -457,7 +457,7 @@ class PMD:
 
                 def rejuvenate():
                     k_move = jax.random.split(jax.random.fold_in(key, k_segment + self.max_substeps))[0]
-                    target = LogTarget(self.model, data, self.moves.chunk)
+                    target = LogTarget(self.model, data, self.moves.block_rows(m))
                     pos, logp, rate = self.moves(k_move, positions, log_w, target, rows_target, mala_step,
                                                  order=order if self._tracks_rows else None,
                                                  kernel=lambda k, p, w: self._kernel(k, p, w, gamma), moves=moves)

@@ -99,7 +99,7 @@ def test_default_moves_restore_the_modes_masses(problem):
     log_w = jnp.asarray(np.where(right, np.log(0.8 / right.mean()), np.log(0.2 / (1 - right.mean()))), jnp.float32)
     def masses(spec):
         moves = MALAMoves.from_spec(spec)
-        target = LogTarget(mix.model(), x, moves.chunk)
+        target = LogTarget(mix.model(), x, moves.block_rows(draws.shape[0]))
         one_round = jax.jit(lambda key: moves(key, draws, log_w, target, jnp.asarray(len(x)), kernel=LocalShrinkage())[0])
         return [float(np.mean(np.asarray(one_round(jax.random.key(seed)))[:, 0] > 0)) for seed in range(4)]
 

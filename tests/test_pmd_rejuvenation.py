@@ -352,12 +352,24 @@ def test_moves_are_not_batched():
         run_batched(algo, x, [jax.random.key(0), jax.random.key(1)], batch_size=5)
 
 
+@pytest.mark.parametrize("m, rows", [(1, 4096), (100, 4096), (256, 4096), (257, 4080), (1000, 1048),
+                                     (2**20, 1), (2**21, 1)])
+def test_block_rows_hold_about_a_million_particle_rows(m, rows):
+    """Without ``chunk``, a block of the moves' sums holds ``min(4096, ⌊2²⁰/m⌋)`` rows (at least one);
+    a given ``chunk`` is kept whatever ``m``, and ``null`` in a spec means the rule."""
+    assert MALAMoves.from_spec(DEFAULT_MOVES).block_rows(m) == rows
+    assert MALAMoves.from_spec({**DEFAULT_MOVES, "chunk": None}).block_rows(m) == rows
+    assert MALAMoves.from_spec({**DEFAULT_MOVES, "chunk": 7}).block_rows(m) == 7
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"rejuvenate": {"kind": "mala"}}, "needs data="),
     ({"rejuvenate": {"kind": "mala"}, "variant": "paper", "data": np.zeros((20, 2))}, "variant='robust'"),
     ({"rejuvenate": {"kind": "hmc"}, "data": np.zeros((20, 2))}, "rejuvenate must be"),
     ({"rejuvenate": {"kind": "mala", "step": 3}, "data": np.zeros((20, 2))}, "unknown fields \\['step'\\]"),
     ({"rejuvenate": {"kind": "mala", "steps": 0}, "data": np.zeros((20, 2))}, "steps must be a positive integer"),
+    ({"rejuvenate": {"kind": "mala", "chunk": 0}, "data": np.zeros((20, 2))}, "chunk must be a positive integer"),
+    ({"rejuvenate": {"kind": "mala", "chunk": 2.5}, "data": np.zeros((20, 2))}, "chunk must be a positive integer"),
     ({"rejuvenate": {"kind": "mala"}, "data": np.zeros((19, 2))}, "data has \\[19\\] rows"),
     ({"rejuvenate": {"kind": "mala", "at": "sometimes"}, "data": np.zeros((20, 2))}, "at must be"),
     ({"rejuvenate": {"kind": "mala", "precondition": "fisher"}, "data": np.zeros((20, 2))}, "precondition must be"),
