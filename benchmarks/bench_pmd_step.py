@@ -1,12 +1,13 @@
 """The cost of one PMD step against the unavoidable core, measured in the same run.
 
-* Weighted particles on Bayesian logistic regression (m = 1000, d = 50, batch 100): the core is
+* Weighted particles on Bayesian logistic regression (the project's model,
+  :class:`pmd.models.logistic.BayesianLogisticRegression`; m = 1000, d = 50, batch 100): the core is
   the ``(m×d)·(d×B)`` matrix product every likelihood evaluation needs.
 * A weighted-KDE step (m = 1000, the same model): the core is the ``m×m`` pairwise squared
   distances that evaluating ``q̃_t`` at the new draws needs.
 
 Also printed: the model's own ``m×B`` log-likelihood evaluation (the matrix product plus the
-element-wise softplus), which every likelihood-based method pays, so that PMD's own overhead is
+element-wise log-sigmoid), which every likelihood-based method pays, so that PMD's own overhead is
 visible.
 
 Goal: each step within 3× its core. Run: ``python benchmarks/bench_pmd_step.py
@@ -22,20 +23,11 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from pmd import PMD, Model
+from pmd import PMD
 from pmd.kde import pairwise_sq_distances
+from pmd.models.logistic import BayesianLogisticRegression
 from pmd_bench.reports import benchmarks as bench_report
 from pmd_bench.workflow.experiments.table1 import median_seconds
-
-
-def logistic_model(dim: int) -> Model:
-    """Bayesian logistic regression, N(0, I) prior, data ``{"x": (d,), "y": ±1}`` (H.2)."""
-    return Model(
-        dim=dim,
-        log_prior=lambda w: -0.5 * jnp.sum(w**2),
-        log_likelihood=lambda w, d: -jax.nn.softplus(-d["y"] * jnp.dot(w, d["x"])),
-        sample_prior=lambda key, n: jax.random.normal(key, (n, dim)),
-    )
 
 
 def main() -> None:
@@ -49,7 +41,7 @@ def main() -> None:
     m, d, b = args.particles, args.dim, args.batch
     key = jax.random.key(0)
     batch = {"x": jax.random.normal(key, (b, d)), "y": jnp.sign(jax.random.normal(jax.random.key(1), (b,)))}
-    model = logistic_model(d)
+    model = BayesianLogisticRegression(d).model()  # H.2: N(0, I) prior
     report = {"backend": jax.default_backend(), "device": jax.devices()[0].device_kind, "cpus": os.cpu_count(),
               "particles": m, "dim": d, "batch": b, "repeats": args.repeats, "strategies": {}}
     for strategy, core_name, core in [

@@ -81,8 +81,8 @@ from .weights import stratified_draw
 Array = jax.Array
 KernelRule = Callable[[Array, Array, Array], Kernel]  # (key, positions, log weights) -> the KDE's kernel
 OPTIMAL_ACCEPTANCE = 0.574  # MALA, Roberts & Rosenthal (1998)
-# The moves' log-likelihood sums read about this many particle-rows per block when ``chunk`` is not
-# given (:meth:`MALAMoves.block_rows`): 4 MB of float32 per ``m × chunk`` array.
+# On a CPU the moves' log-likelihood sums read about this many particle-rows per block when ``chunk``
+# is not given (:meth:`MALAMoves.block_rows`): 4 MB of float32 per ``m × chunk`` array.
 BLOCK_PARTICLE_ROWS = 2**20
 # The robust variant's moves when PMD is given the data (``rejuvenate="auto"``, pmd/algorithm.py):
 # IBIS on the first pass's partial posteriors, Laplace-preconditioned, and O(log passes) rounds on
@@ -139,16 +139,20 @@ class MALAMoves:
             raise ValueError(f"rejuvenate: independence must be a non-negative integer, got {moves.independence!r}")
         return moves
 
-    def block_rows(self, num_particles: int) -> int:
-        """Rows per block of the log-likelihood sums at ``m = num_particles``: ``chunk`` if given, else
-        ``min(4096, ⌊2²⁰/m⌋)`` (:data:`BLOCK_PARTICLE_ROWS`). Why about 2²⁰ particle-rows: a block's
-        ``m × chunk`` arrays then stay near the CPU's caches; at m = 1,000 (logistic regression,
-        d = 21, N = 10⁶, this 2-core CPU) blocks of 512-1,024 rows read the value and gradient about
-        a fifth faster than blocks of 4,096, and the default's first pass at N = 2·10⁵ ran in 7.8-8.4 s
-        against 9.6-9.8 s; at m ≤ 250 the 4,096 cap reads as fast as any smaller block
-        (docs/findings.md 2026-11-29, "The moves' block size")."""
+    def block_rows(self, num_particles: int, backend: str | None = None) -> int:
+        """Rows per block of the log-likelihood sums at ``m = num_particles`` on ``backend`` (default:
+        JAX's default backend): ``chunk`` if given; else 4,096, and on a CPU ``min(4096, ⌊2²⁰/m⌋)``
+        (:data:`BLOCK_PARTICLE_ROWS`). Why about 2²⁰ particle-rows on a CPU: a block's ``m × chunk``
+        arrays then stay near its caches; at m = 1,000 (logistic regression, d = 21, N = 10⁶, this
+        2-core CPU) blocks of 512-1,024 rows read the value and gradient about a fifth faster than
+        blocks of 4,096, and the default's first pass at N = 2·10⁵ ran in 7.4-8.4 s against 9.6-9.8 s;
+        at m ≤ 250 the 4,096 cap reads as fast as any smaller block (docs/findings.md 2026-11-29,
+        "The moves' block size"). Not on an accelerator: there each block is a few kernel launches
+        whatever its size, so smaller blocks would multiply the launches (not measured there yet)."""
         if self.chunk is not None:
             return self.chunk
+        if (backend or jax.default_backend()) != "cpu":
+            return 4096
         return max(1, min(4096, BLOCK_PARTICLE_ROWS // num_particles))
 
     def moves_in(self, first_pass: Array) -> Array:

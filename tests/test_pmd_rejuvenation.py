@@ -354,12 +354,16 @@ def test_moves_are_not_batched():
 
 @pytest.mark.parametrize("m, rows", [(1, 4096), (100, 4096), (256, 4096), (257, 4080), (1000, 1048),
                                      (2**20, 1), (2**21, 1)])
-def test_block_rows_hold_about_a_million_particle_rows(m, rows):
-    """Without ``chunk``, a block of the moves' sums holds ``min(4096, ⌊2²⁰/m⌋)`` rows (at least one);
-    a given ``chunk`` is kept whatever ``m``, and ``null`` in a spec means the rule."""
-    assert MALAMoves.from_spec(DEFAULT_MOVES).block_rows(m) == rows
-    assert MALAMoves.from_spec({**DEFAULT_MOVES, "chunk": None}).block_rows(m) == rows
-    assert MALAMoves.from_spec({**DEFAULT_MOVES, "chunk": 7}).block_rows(m) == 7
+def test_block_rows_hold_about_a_million_particle_rows_on_a_cpu(m, rows):
+    """Without ``chunk``, a block of the moves' sums holds ``min(4096, ⌊2²⁰/m⌋)`` rows (at least one)
+    on a CPU and 4,096 on an accelerator; a given ``chunk`` is kept whatever ``m`` and backend, and
+    ``null`` in a spec means the rule."""
+    for spec in (DEFAULT_MOVES, {**DEFAULT_MOVES, "chunk": None}):
+        moves = MALAMoves.from_spec(spec)
+        assert moves.block_rows(m, "cpu") == rows
+        assert moves.block_rows(m, "gpu") == moves.block_rows(m, "tpu") == 4096
+    assert MALAMoves.from_spec(DEFAULT_MOVES).block_rows(m) == (rows if jax.default_backend() == "cpu" else 4096)
+    assert MALAMoves.from_spec({**DEFAULT_MOVES, "chunk": 7}).block_rows(m, "gpu") == 7
 
 
 @pytest.mark.parametrize("kwargs, message", [
