@@ -122,6 +122,25 @@ def pmd_step(r: dict[str, Any]) -> str:
             f"log-likelihoods |\n|---|---|---|---|---|---|\n{rows}")
 
 
+def block_rows(r: dict[str, Any]) -> str:
+    """``bench_block_rows.py``: one full read of the log target at each block size, against the
+    default's block at the same particle count."""
+    lines = []
+    for m, entry in r["particles"].items():
+        for chunk, reads in entry["sizes"].items():
+            label = f"{int(chunk):,}" + (" (default)" if int(chunk) == entry["default_rows"] else "")
+            cells = " | ".join(f"{_fmt(reads[k]['best_s'])} ({_fmt(min(reads[k]['rounds_s']))}-"
+                               f"{_fmt(max(reads[k]['rounds_s']))}) | **{reads[k]['over_default']:.2f}**"
+                               for k in ("value_and_grad", "value"))
+            lines.append(f"| {int(m):,} | {label} | {cells} |")
+    return (f"Synthetic logistic regression, N = {r['rows']:,}, d = {r['dim']}: one read of all rows by every "
+            f"particle, compiled first, best of {r['repeats']} in each of {r['rounds']} rounds (the sizes "
+            f"interleaved within a round), on {_machine(r)}. Seconds: the best over the rounds (the rounds' "
+            f"best times); ÷ default: against the default's block at the same m, in the same run.\n\n"
+            f"| m | rows per block | value and gradient (s) | ÷ default | value (s) | ÷ default |\n"
+            f"|---|---|---|---|---|---|\n" + "\n".join(lines))
+
+
 def sgld_vs_blackjax(r: dict[str, Any]) -> str:
     """``bench_sgld_vs_blackjax.py``: our parallel SGLD step against BlackJAX's, same batches and step."""
     return (f"{r['chains']} chains, d = {r['dim']}, batch {r['batch']}, N = {r['num_data']:,}, {r['steps']} steps "

@@ -32,6 +32,18 @@ def test_pmd_step_benchmark_writes_its_table(tmp_path):
         assert f"**{row['step_over_core']:.2f}**" in table  # the ratio in the table is the report's
 
 
+def test_block_rows_benchmark_writes_its_table(tmp_path):
+    report, table = run_script("bench_block_rows.py", tmp_path / "block_rows.json", "--rows", "300",
+                               "--features", "2", "--particles", "8", "--chunks", "50", "--repeats", "1",
+                               "--rounds", "2")
+    entry = report["particles"]["8"]
+    assert entry["default_rows"] == 4096 and set(entry["sizes"]) == {"50", "4096"}  # the default's block is added
+    default = entry["sizes"]["4096"]["value_and_grad"]
+    assert len(default["rounds_s"]) == 2 and default["over_default"] == 1.0
+    assert "| 8 | 4,096 (default) |" in table and "| 8 | 50 |" in table
+    assert f"**{entry['sizes']['50']['value']['over_default']:.2f}**" in table
+
+
 def test_sgld_benchmark_writes_its_table(tmp_path):
     report, table = run_script("bench_sgld_vs_blackjax.py", tmp_path / "sgld.json",
                                "--chains", "8", "--steps", "20", "--repeats", "2", "--num-data", "200", "--dim", "3",
