@@ -4,7 +4,7 @@
 # results/benchmarks/accelerator.md, the docs block `accelerator` (README, "On a GPU"), collects
 # their tables. A benchmark past its limit or failing is named in that file instead of its table.
 # All eight take up to 24.1 min, more than one 10-minute device command and more than one session's
-# 15 minutes of device time: run them as four commands, over sessions,
+# 15 minutes of device time: run them as five commands, over sessions,
 #   benchmarks/accelerator.sh batched_logistic                        (up to 4.7 min)
 #   benchmarks/accelerator.sh batched_seeds sparse_gp_cost pmd_step   (up to 5.5 min)
 #   benchmarks/accelerator.sh growing_n                               (up to 7.3 min; 6.0 on an H100, 2026-11-27)
