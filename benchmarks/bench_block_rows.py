@@ -4,12 +4,12 @@ default picks (:meth:`pmd.rejuvenation.MALAMoves.block_rows`), in the same run (
 Problem: synthetic well-specified logistic regression (``bench_batched_logistic.py``'s ``synthetic``,
 ``d = --features + 1``), ``N = --rows``; particles drawn from the prior, scaled by 0.01. For each
 particle count ``m`` and block size (``--chunks``, and the default's block at that ``m``), the
-``LogTarget`` read of all ``N`` rows is compiled once, then timed ``--repeats`` times in each of
-``--rounds`` rounds, the block sizes interleaved within a round (the machine's load moves between
-rounds, not between the sizes of one round): the value and gradient for all particles (what each
+``LogTarget`` read of all ``N`` rows is timed in each of ``--rounds`` rounds (the median of
+``--repeats`` executions after one untimed call, which compiles it the first time), the block sizes
+interleaved within a round (the machine's load moves between rounds, not between the sizes of one
+round): the value and gradient for all particles (what each
 MALA move reads) and the value alone (what each independence sweep reads). Reported: each size's
-best time over all rounds, the spread of the rounds' best times, and its ratio to the default's
-block at the same ``m``.
+best round, the spread of its rounds, and its ratio to the default's block at the same ``m``.
 
 On a CPU the default's rule is about ``2²⁰`` particle-rows per block (cache-sized); on an
 accelerator 4,096 rows: ``benchmarks/accelerator.sh block_rows`` measures whether that holds there.
@@ -22,7 +22,6 @@ its table (``.md``).
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import jax
@@ -32,16 +31,7 @@ from bench_batched_logistic import synthetic
 from pmd.models.logistic import BayesianLogisticRegression
 from pmd.rejuvenation import DEFAULT_MOVES, LogTarget, MALAMoves
 from pmd_bench.reports import benchmarks as bench_report
-
-
-def best_seconds(fn, *args, repeats: int) -> float:
-    """The fastest of ``repeats`` executions of a compiled ``fn`` (already run once)."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from pmd_bench.workflow.experiments.table1 import median_seconds
 
 
 def main() -> None:
@@ -68,13 +58,11 @@ def main() -> None:
         for chunk in chunks:
             target = LogTarget(model, data, chunk)
             programs[chunk] = {"value_and_grad": jax.jit(target.value_and_grad), "value": jax.jit(target.value)}
-            for fn in programs[chunk].values():
-                jax.block_until_ready(fn(thetas, count))  # compiled and run once, outside the clock
         rounds = {chunk: {read: [] for read in programs[chunk]} for chunk in chunks}
         for _ in range(args.rounds):
             for chunk in chunks:
                 for read, fn in programs[chunk].items():
-                    rounds[chunk][read].append(best_seconds(fn, thetas, count, repeats=args.repeats))
+                    rounds[chunk][read].append(median_seconds(fn, thetas, count, repeats=args.repeats))
         sizes = {}
         for chunk in chunks:
             sizes[str(chunk)] = {read: {"best_s": min(ts), "rounds_s": ts,

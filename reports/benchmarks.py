@@ -134,9 +134,9 @@ def block_rows(r: dict[str, Any]) -> str:
                                for k in ("value_and_grad", "value"))
             lines.append(f"| {int(m):,} | {label} | {cells} |")
     return (f"Synthetic logistic regression, N = {r['rows']:,}, d = {r['dim']}: one read of all rows by every "
-            f"particle, compiled first, best of {r['repeats']} in each of {r['rounds']} rounds (the sizes "
-            f"interleaved within a round), on {_machine(r)}. Seconds: the best over the rounds (the rounds' "
-            f"best times); ÷ default: against the default's block at the same m, in the same run.\n\n"
+            f"particle, compiled first, the median of {r['repeats']} in each of {r['rounds']} rounds (the sizes "
+            f"interleaved within a round), on {_machine(r)}. Seconds: the best round (all rounds' medians); "
+            f"÷ default: against the default's block at the same m, in the same run.\n\n"
             f"| m | rows per block | value and gradient (s) | ÷ default | value (s) | ÷ default |\n"
             f"|---|---|---|---|---|---|\n" + "\n".join(lines))
 

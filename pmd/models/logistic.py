@@ -64,8 +64,9 @@ def log_sigmoid(z: Array) -> Array:
     this model (``m × N`` evaluations per read of the data), and JAX's general ``logaddexp``, with its
     infinity and NaN handling and its own JVP, took about three times as long for the value (9.9-12.9
     against 3.5-4.4 ms) and 1.1-1.8 times as long for the value and every particle's gradient
-    (measured here: 4,096 rows × 1,000 particles, d = 21, on this CPU; docs/findings.md, 2026-11-29). ``tests/test_logistic_model.py`` holds it to ``logaddexp``'s
-    values and first and second derivatives."""
+    (measured here: 4,096 rows × 1,000 particles, d = 21, on this CPU; docs/findings.md, 2026-11-29).
+    ``tests/test_logistic_model.py`` holds it to ``logaddexp``'s values and first and second
+    derivatives."""
     return -(jnp.maximum(-z, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(z))))
 
 
