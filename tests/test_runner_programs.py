@@ -43,6 +43,33 @@ def test_the_init_is_on_both_clocks_and_its_compilation_is_counted_once():
     assert again.curves["compile_time"][0] == 0 < again.init_seconds == again.curves["wall_time"][0]
 
 
+def test_a_second_run_of_the_same_object_compiles_nothing():
+    """Compile once per model and shape (issue 35): the step programs stay with the method object, so
+    its second run (another key) compiles nothing and ends where a new object's run with that key
+    ends; the cache goes with the object."""
+    import gc
+    import weakref
+
+    from pmd.runner import _PROGRAMS
+
+    settings = {"batch_size": 10, "num_passes": 2.0}
+    method = pmd.PMD(PROB.model(), data_size=200, num_particles=50, data=DATA)  # the default, with its moves
+    first = pmd.run(method, DATA, key=jax.random.key(0), **settings)
+    again = pmd.run(method, DATA, key=jax.random.key(1), **settings)
+    fresh = pmd.run(pmd.PMD(PROB.model(), data_size=200, num_particles=50, data=DATA), DATA,
+                    key=jax.random.key(1), **settings)
+    assert first.compile_seconds > 0 and fresh.compile_seconds > 0
+    assert again.compile_seconds == 0
+    np.testing.assert_array_equal(again.state.positions, fresh.state.positions)
+    np.testing.assert_array_equal(again.state.log_weights, fresh.state.log_weights)
+    alive, key = weakref.ref(method), id(method)
+    assert key in _PROGRAMS
+    del method
+    gc.collect()
+    assert alive() is None and key not in _PROGRAMS  # nothing the cache holds keeps the object alive
+    assert all(ref() is not None for ref, _ in _PROGRAMS.values())
+
+
 def test_nested_compilation_events_are_counted_once():
     """A jit traced inside another's trace reports its tracing within the outer's: the clock takes
     the union of the reported intervals (0.2 s here), not their sum (0.3 s), so that a method's
