@@ -10,10 +10,14 @@ Parts, each timed with ``jax.block_until_ready`` in this one process:
 * ``run``: executing that compiled scan (the whole run: streaming steps and moves);
 * ``streaming``: the same run with ``rejuvenate=None`` (compiled first, executed timed);
 * ``moves``: ``run - streaming``; and one round of the moves alone on the full data, executed
-  after compiling, with the rounds the run takes (their row counts) to scale it.
+  after compiling, with the rounds the run takes (their row counts) to scale it;
+* the programs' size: the XLA kernels (fusions) of the run's scan with and without moves and, with
+  ``--parts``, compiled only, without the moves' independence sweeps and with one global (Silverman)
+  kernel in place of the per-mode one. On a CPU compilation grows with the kernels, about 5.5 ms of
+  wall time each on the 2-core development machine (docs/findings.md, session 41), whatever ``N`` is.
 
 Run: ``python benchmarks/profile_pmd_default.py [--rows 200000] [--features 10] [--particles 1000]
-[--out results/benchmarks/pmd_profile]``; prints the table; with ``--out``, writes ``<out>.json`` (the report)
+[--parts] [--out results/benchmarks/pmd_profile]``; prints the table; with ``--out``, writes ``<out>.json`` (the report)
 and ``<out>.md`` (the table).
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -37,7 +42,7 @@ import numpy as np  # noqa: E402
 from bench_batched_logistic import synthetic  # noqa: E402
 from pmd import PMD  # noqa: E402
 from pmd.models.logistic import BayesianLogisticRegression  # noqa: E402
-from pmd.rejuvenation import LogTarget  # noqa: E402
+from pmd.rejuvenation import DEFAULT_MOVES, LogTarget  # noqa: E402
 from pmd.runner import run_batches, stepper  # noqa: E402
 from pmd_bench.datasets.atomic import atomic_path  # noqa: E402
 from pmd_bench.workflow.results import save_json  # noqa: E402
@@ -49,8 +54,18 @@ def timed(call):
     return out, time.perf_counter() - t0
 
 
-def profile_run(method, data, key, batch, passes):
-    """``(compile seconds, execute seconds, info)`` of the runner's one scan over the whole run."""
+PARTS = {"without the independence sweeps": {"rejuvenate": {**DEFAULT_MOVES, "independence": 0}},
+         "with one global (Silverman) kernel": {"bandwidth": "silverman"}}
+"""``--parts``: the default's pieces left out, one at a time (``PMD`` keyword arguments)."""
+
+
+def kernels(compiled) -> int:
+    """The XLA kernels (fusions) of a compiled program."""
+    return len(re.findall(r"= \S+ fusion\(", compiled.as_text()))
+
+
+def compiled_run(method, data, key, batch, passes):
+    """``(compiled scan over the whole run, compile seconds, its arguments)``."""
     rows, tail = run_batches(0, method.data_size, batch, int(passes * method.data_size))
     assert tail.size == 0
     k_init, k_steps = jax.random.split(key)
@@ -59,8 +74,14 @@ def profile_run(method, data, key, batch, passes):
     device = jax.tree_util.tree_map(jnp.asarray, data)
     advance = stepper(method)
     compiled, compile_s = timed(lambda: advance.lower(state, keys, rows, device).compile())
-    (_, info), run_s = timed(lambda: compiled(state, keys, rows, device))
-    return compile_s, run_s, info
+    return compiled, compile_s, (state, keys, rows, device)
+
+
+def profile_run(method, data, key, batch, passes):
+    """``(compile seconds, execute seconds, info, kernels)`` of the runner's one scan over the whole run."""
+    compiled, compile_s, args = compiled_run(method, data, key, batch, passes)
+    (_, info), run_s = timed(lambda: compiled(*args))
+    return compile_s, run_s, info, kernels(compiled)
 
 
 def table(report: dict) -> str:
@@ -80,6 +101,12 @@ def table(report: dict) -> str:
             f"(benchmarks/profile_pmd_default.py; one process, each part timed once after its compilation). "
             f"Rows read: {report['rows_read']:,}; per-row likelihood gradients: {report['grad_evals']:.3g}.")
     lines = [head, "", "| part | seconds |", "|---|---|"] + [f"| {name} | {sec:.3g} |" for name, sec in rows]
+    programs = [("the run (the default)", report["kernels"], report["compile_s"]),
+                ("the run without moves", report["streaming_kernels"], report["streaming_compile_s"])]
+    programs += [(f"the run {name}", part["kernels"], part["compile_s"]) for name, part in report.get("parts", {}).items()]
+    lines += ["", "The programs' size (each compiled once, in this process):", "",
+              "| program | XLA kernels | compile seconds | ms per kernel |", "|---|---|---|---|"]
+    lines += [f"| {name} | {count:,} | {sec:.3g} | {1e3 * sec / count:.2f} |" for name, count, sec in programs]
     return "\n".join(lines) + "\n"
 
 
@@ -92,14 +119,20 @@ def main(argv=None):
     parser.add_argument("--xla-flags", default="", help="appended to XLA_FLAGS before JAX starts its backend; give "
                         "it as --xla-flags=... (e.g. --xla-flags=--xla_gpu_autotune_level=0: how much of the GPU's "
                         "compilation is autotuning)")
+    parser.add_argument("--parts", action="store_true", help="also compile the run without each of PARTS' pieces")
     args = parser.parse_args(argv)
     data = synthetic(args.rows, args.features)
     model = BayesianLogisticRegression(dim=args.features + 1).model()
     key = jax.random.key(0)
     default = PMD(model, args.rows, args.particles, data=data)
-    compile_s, run_s, info = profile_run(default, data, key, args.batch, args.passes)
+    compile_s, run_s, info, size = profile_run(default, data, key, args.batch, args.passes)
     stream = PMD(model, args.rows, args.particles, rejuvenate=None)
-    stream_compile_s, stream_s, _ = profile_run(stream, data, key, args.batch, args.passes)
+    stream_compile_s, stream_s, _, stream_size = profile_run(stream, data, key, args.batch, args.passes)
+    parts = {}
+    for name, options in PARTS.items() if args.parts else ():
+        compiled, seconds, _ = compiled_run(PMD(model, args.rows, args.particles, data=data, **options), data, key,
+                                            args.batch, args.passes)
+        parts[name] = {"compile_s": seconds, "kernels": kernels(compiled), "options": options}
     moved = np.flatnonzero(np.asarray(info["moved"]))
     target = LogTarget(model, data, default.moves.block_rows(args.particles))
     thetas = model.sample_prior(jax.random.key(1), args.particles) * 0.01
@@ -118,6 +151,7 @@ def main(argv=None):
         "streaming_s": stream_s, "moves_s": run_s - stream_s, "move_steps": moved.tolist(),
         "rows_read": int(visited.sum()), "grad_evals": float(np.sum(np.asarray(info["grad_evals"]), dtype=np.float64)),
         "full_round_s": round_s, "full_round_compile_s": round_compile_s, "full_value_and_grad_read_s": read_s,
+        "kernels": size, "streaming_kernels": stream_size, **({"parts": parts} if parts else {}),
     }
     text = table(report)
     if args.out:

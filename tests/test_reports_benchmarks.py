@@ -96,12 +96,19 @@ def test_pmd_profile_writes_its_table(tmp_path):
     flags = f"--xla_dump_to={tmp_path / 'dump'} --xla_dump_hlo_module_re=.*initial_state.*"
     report, table = run_script("profile_pmd_default.py", tmp_path / "profile.json",
                                "--rows", "1000", "--features", "3", "--particles", "32", "--batch", "100",
-                               f"--xla-flags={flags}")
+                               f"--xla-flags={flags}", "--parts")
     assert any((tmp_path / "dump").iterdir()) and report["xla_flags"] == flags
     assert report["move_steps"] and report["full_round_s"] > 0 and report["rows_read"] > 2 * 1000
     assert report["moves_s"] == pytest.approx(report["run_s"] - report["streaming_s"])
     assert f"| compile the run's scan (streaming steps and moves) | {report['compile_s']:.3g} |" in table
     assert f"of which the moves ({len(report['move_steps'])} rounds)" in table and "N = 1,000, d = 4" in table
+    # every piece left out makes a smaller program than the default's, and the moves are more than half of it
+    parts = report["parts"]
+    assert set(parts) == {"without the independence sweeps", "with one global (Silverman) kernel"}
+    assert all(0 < report["streaming_kernels"] < part["kernels"] < report["kernels"] for part in parts.values())
+    assert report["streaming_kernels"] < report["kernels"] / 2
+    assert (f"| the run (the default) | {report['kernels']:,} | {report['compile_s']:.3g} | "
+            f"{1e3 * report['compile_s'] / report['kernels']:.2f} |") in table
 
 @pytest.mark.parametrize("render, report, expected", [
     (bench_report.logistic_cost,
