@@ -3,12 +3,12 @@
 # under its own time limit (LIMITS below) with its report in results/benchmarks/accelerator/, and
 # results/benchmarks/accelerator.md, the docs block `accelerator` (README, "On a GPU"), collects
 # their tables. A benchmark past its limit or failing is named in that file instead of its table.
-# All eight take up to 24.1 min, more than one 10-minute device command and more than one session's
+# All eight take up to 25 min, more than one 10-minute device command and more than one session's
 # 15 minutes of device time: run them as five commands, over sessions,
 #   benchmarks/accelerator.sh batched_logistic                        (up to 4.7 min)
 #   benchmarks/accelerator.sh batched_seeds sparse_gp_cost pmd_step   (up to 5.5 min)
 #   benchmarks/accelerator.sh growing_n                               (up to 7.3 min; 6.0 on an H100, 2026-11-27)
-#   benchmarks/accelerator.sh pmd_profile pmd_profile_noautotune      (up to 4 min; 1 min each on an H100)
+#   benchmarks/accelerator.sh pmd_profile pmd_profile_noautotune      (up to 5 min; pmd_profile 1 min on an H100)
 #   benchmarks/accelerator.sh block_rows                              (up to 2.5 min; not yet run on a GPU)
 # carrying results/benchmarks/accelerator from one to the next. Then, on any machine:
 #   pmd-bench docs --block accelerator
@@ -28,7 +28,9 @@
 #      timed at every N)
 #   6. where the default PMD's time goes at N = 10^6: compilation, streaming steps, moves
 #      (profile_pmd_default.py; on an H100 compilation took 22 s and the pass 1.2 s, 2026-11-27)
-#   7. the same with XLA's GPU autotuning off: how much of that compilation is autotuning
+#   7. the same with XLA's GPU autotuning off: how much of that compilation is autotuning; with
+#      --parts, also the programs without the independence sweeps and with one global kernel, to see
+#      whether the GPU's compilation grows with the kernels as the CPU's does (about 5.5 ms each here)
 #   8. the moves' block size: one full read at N = 10^6 for several blocks against the default's
 #      (bench_block_rows.py; the default is 4,096 rows on an accelerator, about 2^20 particle-rows on
 #      a CPU: whether smaller blocks also pay on the GPU, or larger ones)
@@ -65,7 +67,7 @@ LIMITS=(
   "pmd_step|60|benchmarks/bench_pmd_step.py --out $OUT/pmd_step.json"
   "growing_n|440|benchmarks/bench_growing_n.py --nuts-max-n 1000000 --out $OUT/growing_n"
   "pmd_profile|120|benchmarks/profile_pmd_default.py --rows 1000000 --features 20 --passes 1 --out $OUT/pmd_profile"
-  "pmd_profile_noautotune|120|benchmarks/profile_pmd_default.py --rows 1000000 --features 20 --passes 1 --xla-flags=--xla_gpu_autotune_level=0 --out $OUT/pmd_profile_noautotune"
+  "pmd_profile_noautotune|180|benchmarks/profile_pmd_default.py --rows 1000000 --features 20 --passes 1 --xla-flags=--xla_gpu_autotune_level=0 --parts --out $OUT/pmd_profile_noautotune"
   "block_rows|150|benchmarks/bench_block_rows.py --out $OUT/block_rows.json"
 )
 for only in "$@"; do
