@@ -341,8 +341,9 @@ def compiled_programs(method: InferenceMethod, batched: bool) -> dict:
     35's "compile once per model and shape" within a process (across processes, JAX's persistent cache).
     Measured on kidiq, three runs of one default PMD in a process: 10.2, 7.6 and 8.2 s of compilation
     each before; 9.9, 0 and 0 s after (wall time 10.2, 0.29 and 0.31 s). A method is read when its
-    program is traced, so it is not to be changed after its first run (the project changes none).
-    An object without weak references gets a fresh cache each run."""
+    program is traced, so it is not to be changed after its first run (the project changes none), and
+    JAX's settings (e.g. ``jax_default_matmul_precision``) are those of that first run. An object
+    without weak references gets a fresh cache each run."""
     entry = _PROGRAMS.get(id(method))
     if entry is not None and entry[0]() is method:
         return entry[1].setdefault(batched, {})
