@@ -64,6 +64,33 @@ def test_tuning_picks_the_working_step_size_and_records_its_cost():
     assert "every score was -inf" in failed["not_tuned"] and len(failed["points"]) == 2  # the evidence is kept
 
 
+def test_a_point_is_built_once_and_its_start_counted_once():
+    """Every tuning seed of a point runs the same method object, so its programs compile once
+    (pmd.runner.compiled_programs) and SVI's Laplace start, computed when it is built, is done once and
+    counted once: with 3 seeds the work is the start plus three runs' own work (SVI's runs do the same
+    work whatever the key), where a build per seed counted the start three times."""
+    from pmd_bench.workflow import methods
+
+    conj = Conjugate.make(num_data=200)
+    spec = {"init": "laplace", "family": "fullrank", "num_particles": 4}
+    settings, grid = {"batch_size": 20, "num_passes": 1}, {"learning_rate": [0.01, 0.05]}
+    built = []
+
+    def build(s, model, train, steps):
+        built.append(methods.build("svi", s, model, train, steps))
+        return built[-1]
+
+    criterion = tuning.rows_criterion(conj.model, 200)
+    one = tuning.tune("svi", spec, conj.data, settings, grid, criterion, seeds=1, build=build)
+    three = tuning.tune("svi", spec, conj.data, settings, grid, criterion, seeds=3, build=build)
+    assert len(built) == 2 * len(grid["learning_rate"])  # one object per point, not one per seed
+    start = [w * len(grid["learning_rate"]) for w in built[0].start_work]
+    assert start[0] > 0 and start[1] > 0
+    for name, s in (("evals", start[0]), ("grad_evals", start[1])):
+        assert three[name] == pytest.approx(s + 3 * (one[name] - s), rel=1e-6)
+    assert [p["score"][0] for p in three["points"]] == [p["score"][0] for p in one["points"]]  # seed 0 alike
+
+
 def log_evidence(conj: Conjugate) -> float:
     """``log p(x)`` of the conjugate model: each coordinate's column ``x_{·j} ~ N(μ0, σ² I + s0² 11ᵀ)``."""
     p, n = conj.problem, conj.data.shape[0]

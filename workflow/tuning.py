@@ -34,7 +34,9 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
 
 :func:`tune` returns the grid, every point's scores, the chosen point and what the tuning cost
 (stepping seconds and likelihood work, :data:`pmd.runner.WORK`, summed over all its runs), for the
-tuned run's parameters and the tables' ``tuned`` row. Each point's scores are ``score`` (per seed) and
+tuned run's parameters and the tables' ``tuned`` row. A point's method is built once and run on
+every tuning seed, so its programs compile once (:func:`pmd.runner.compiled_programs`) and a start
+it computes when built (SVI's Laplace start, ``start_work``) is done and counted once. Each point's scores are ``score`` (per seed) and
 ``mean_score``, the criterion's name ``criterion``; results written before 2026-11-26 named them
 ``lpd`` and ``mean_lpd`` (all held-out LPDs), which :func:`point_score` still reads.
 """
@@ -184,15 +186,18 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
     num_steps = max(1, math.ceil(settings["num_passes"] * rows / batch))
     points, seconds, evals, grads = [], 0.0, 0.0, 0.0
     for point in grid_points(grid):
-        scores, error = [], None
+        scores, error, method, start = [], None, None, (0.0, 0.0)
         for k in range(seeds):
             key = jax.random.key(TUNING_SEED + k)
             try:
-                method = build({**spec, **point}, model, train, num_steps)
+                if method is None:  # one object per point: its seeds share its compiled programs
+                    method = build({**spec, **point}, model, train, num_steps)
+                    start = tuple(float(w) for w in getattr(method, "start_work", (0.0, 0.0)))
+                    evals, grads = evals + start[0], grads + start[1]  # its start, done once when built
                 result = run(method, train, key, batch_size=batch, num_passes=settings["num_passes"])
                 seconds += result.step_seconds
-                evals += float(result.curves["evals"][-1])
-                grads += float(result.curves["grad_evals"][-1])
+                evals += float(result.curves["evals"][-1]) - start[0]  # a run's curves begin at the start's work
+                grads += float(result.curves["grad_evals"][-1]) - start[1]
                 scores.append(criterion.score(result, method, model, valid, jax.random.fold_in(key, 1)))
             except (ConfigError, FloatingPointError, ValueError) as err:  # a failed point scores -inf
                 error, scores = f"{type(err).__name__}: {err}", scores + [-math.inf]
