@@ -36,9 +36,10 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
 (stepping seconds and likelihood work, :data:`pmd.runner.WORK`, summed over all its runs), for the
 tuned run's parameters and the tables' ``tuned`` row. A point's method is built once and run on
 every tuning seed, so its programs compile once (:func:`pmd.runner.compiled_programs`) and a start
-it computes when built (SVI's Laplace start, ``start_work``) is done and counted once. Each point's scores are ``score`` (per seed) and
-``mean_score``, the criterion's name ``criterion``; results written before 2026-11-26 named them
-``lpd`` and ``mean_lpd`` (all held-out LPDs), which :func:`point_score` still reads.
+it computes when built (SVI's Laplace start, ``start_work``) is done and counted once. Each point's
+scores are ``score`` (per seed) and ``mean_score``, the criterion's name ``criterion``; results
+written before 2026-11-26 named them ``lpd`` and ``mean_lpd`` (all held-out LPDs), which
+:func:`point_score` still reads.
 """
 
 from __future__ import annotations
