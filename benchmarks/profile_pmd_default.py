@@ -103,7 +103,8 @@ def table(report: dict) -> str:
     lines = [head, "", "| part | seconds |", "|---|---|"] + [f"| {name} | {sec:.3g} |" for name, sec in rows]
     programs = [("the run (the default)", report["kernels"], report["compile_s"]),
                 ("the run without moves", report["streaming_kernels"], report["streaming_compile_s"])]
-    programs += [(f"the run {name}", part["kernels"], part["compile_s"]) for name, part in report.get("parts", {}).items()]
+    programs += [(f"the run {name}", part["kernels"], part["compile_s"])
+                 for name, part in report.get("parts", {}).items()]
     lines += ["", "The programs' size (each compiled once, in this process):", "",
               "| program | XLA kernels | compile seconds | ms per kernel |", "|---|---|---|---|"]
     lines += [f"| {name} | {count:,} | {sec:.3g} | {1e3 * sec / count:.2f} |" for name, count, sec in programs]
