@@ -7,9 +7,9 @@ particle count ``m`` and block size (``--chunks``, and the default's block at th
 ``LogTarget`` read of all ``N`` rows is timed in each of ``--rounds`` rounds (the median of
 ``--repeats`` executions after one untimed call, which compiles it the first time), the block sizes
 interleaved within a round (the machine's load moves between rounds, not between the sizes of one
-round): the value and gradient for all particles (what each
-MALA move reads) and the value alone (what each independence sweep reads). Reported: each size's
-best round, the spread of its rounds, and its ratio to the default's block at the same ``m``.
+round): the value and gradient for all particles (what each MALA move reads) and the value alone
+(what each independence sweep reads). Reported: each size's best round, the spread of its rounds,
+and its ratio to the default's block at the same ``m``.
 
 On a CPU the default's rule is about ``2²⁰`` particle-rows per block (cache-sized); on an
 accelerator 4,096 rows: ``benchmarks/accelerator.sh block_rows`` measures whether that holds there.

@@ -17,8 +17,8 @@ Parts, each timed with ``jax.block_until_ready`` in this one process:
   wall time each on the 2-core development machine (docs/findings.md, session 41), whatever ``N`` is.
 
 Run: ``python benchmarks/profile_pmd_default.py [--rows 200000] [--features 10] [--particles 1000]
-[--parts] [--out results/benchmarks/pmd_profile]``; prints the table; with ``--out``, writes ``<out>.json`` (the report)
-and ``<out>.md`` (the table).
+[--parts] [--out results/benchmarks/pmd_profile]``; prints the table; with ``--out``, writes
+``<out>.json`` (the report) and ``<out>.md`` (the table).
 """
 
 from __future__ import annotations
