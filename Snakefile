@@ -12,6 +12,13 @@ if not config:
 
 
 validate(config, "workflow/schemas/config.schema.json")
+# Every method entry checked against its class before any job: an unknown method, a misspelt
+# hyperparameter or a method on a target it does not handle stops the workflow here, naming it. A
+# method given as `path/to/file.py:Class` is found from the folder of the config file naming it.
+from pmd_bench.workflow.config import method_files_from
+from pmd_bench.workflow.methods import check_config
+
+check_config(method_files_from(config, workflow.configfiles))
 
 RESULTS = config["results_dir"]
 

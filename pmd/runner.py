@@ -208,7 +208,9 @@ def run(
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A step reports its
     work in ``info["evals"]`` and ``info["grad_evals"]`` (:data:`WORK`): the curves hold their
     running totals, from the method's ``start_work`` (what building it cost, e.g. SVI's Laplace
-    start; default none), NaN for a method that does not count. A method whose
+    start; default none). A method whose steps report no ``evals`` is charged the likelihood terms
+    of the rows it visited at its particles (``m·B`` a step, no gradients), and its curve
+    ``work_charged`` is 1, so tables can say its work is the runner's charge, not its own count. A method whose
     ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``),
     one whose ``wants_data`` is true the whole ``data`` (``step(..., data=)``; :func:`stepper`).
     A method with a ``check_num_steps(num_steps)`` is handed the run's length first, to refuse a
@@ -412,6 +414,7 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
     programs = compiled_programs(method, batched)  # argument signature -> compiled advance
     # a method that spent work before its first step (SVI's Laplace start) says so in start_work
     work = [dict(zip(WORK, map(float, getattr(method, "start_work", (0.0, 0.0))))) for _ in plans]
+    charged = [False] * len(plans)  # a method that reports no work is charged m·B a step (docstring)
     curves: list[dict[str, list]] = [{} for _ in plans]
     marks: list[list[int]] = [[] for _ in plans]
     infos: list[list[dict]] = [[] for _ in plans]
@@ -422,6 +425,7 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
                   if evaluate else {})
         values.update(extra)
         values.update(work[i])
+        values["work_charged"] = float(charged[i])
         values["wall_time"] = step_seconds / n
         values["compile_time"] = compile_seconds / n
         eval_seconds[i] += time.perf_counter() - t0
@@ -454,9 +458,13 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
         for i in range(n):
             mine = piece(info, i)
             infos[i].append(mine)
-            visited[i] += int(np.sum(mine["visited"])) if "visited" in mine else rows
+            read = int(np.sum(mine["visited"])) if "visited" in mine else rows
+            visited[i] += read
+            if "evals" not in mine:
+                charged[i] = True
+                work[i]["evals"] += float(getattr(method, "num_particles", 1)) * read
             for name in WORK:
-                work[i][name] += float(np.sum(mine[name], dtype=np.float64)) if name in mine else math.nan
+                work[i][name] += float(np.sum(mine[name], dtype=np.float64)) if name in mine else 0.0
             if (eval_every is not None and done % per_eval == 0) or done == num_steps:
                 record(i, {name: float(np.asarray(v)[-1]) for name, v in mine.items()
                            if np.ndim(v) == 1 and name not in WORK})

@@ -180,6 +180,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--black-box", help="render: the black-box probe's JSON")
     p.add_argument("--out", required=True, help="a JSON result (rate, cost, black-box) or table1.md (render)")
 
+    p = sub.add_parser("check-method", help="check a method against the interface's contract, point by point "
+                                            "(exit 1 on any failure)")
+    p.add_argument("method", help="path/to/file.py:ClassName, package.module:ClassName or a registry name")
+    p.add_argument("--params", help="JSON object of the method's hyperparameters, e.g. '{\"step_size\": 0.1}'")
+
     p = verb("report-html", help="the self-contained HTML report of every experiment's results")
     p.add_argument("--out", required=True, help="the report's index.html")
 
@@ -231,12 +236,13 @@ def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, 
     from pmd_bench.datasets.settings import resolve_settings
 
     from .experiments import custom, logistic, mixture, posteriordb
-    from .methods import METHODS, split_spec
+    from .methods import LDA_PEERS, resolve, split_spec
     from .tuning import criterion_for
 
     section = cfg[args.experiment]
     entry = section["methods"][args.method]
-    kind = METHODS.get(entry.get("method", args.method))
+    name = entry.get("method", args.method)
+    kind = None if name in LDA_PEERS else resolve(name)
     if args.experiment in ("posteriordb", "custom"):
         if args.experiment == "posteriordb":
             if not args.posterior:
@@ -435,6 +441,17 @@ def main(argv: list[str] | None = None) -> int:
 
         return datasets_cli.main(argv[1:], prog="pmd-bench data")
     args = _parser().parse_args(argv)
+    if args.verb == "check-method":
+        from .check_method import check_method
+
+        os.environ.setdefault("TQDM_DISABLE", "1")  # the report, not the runner's progress bars
+        try:
+            report = check_method(args.method, **(_params(args.params) or {}))
+        except ValueError as err:
+            print(f"pmd-bench check-method: {err}", file=sys.stderr)
+            return 2
+        print(report)
+        return 0 if report.ok else 1
     end_on_sigterm()
     from pmd_bench.datasets.errors import DatasetError
     from pmd_bench.datasets.settings import resolve_settings

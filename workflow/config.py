@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,11 @@ import yaml
 
 DEFAULT_CONFIG = Path(__file__).parent / "config" / "default.yaml"
 SCHEMA = Path(__file__).parent / "schemas" / "config.schema.json"
+
+
+# the experiments that run methods, by the kind of target each needs (workflow.methods.TARGETS)
+EXPERIMENT_TARGETS = {"posteriordb": "model", "custom": "model", "mixture": "mixture", "logistic": "logistic",
+                      "sparse_gp": "sparse_gp", "lda": "lda"}
 
 
 class ConfigFileError(ValueError):
@@ -54,7 +60,7 @@ def load(path: str | Path | None = None) -> dict[str, Any]:
         raise ConfigFileError(f"config file {path} is not valid YAML: {err}") from err
     if not isinstance(config, dict):
         raise ConfigFileError(f"config file {path} must hold a mapping, got {type(config).__name__}")
-    return validate(config, str(path))
+    return absolute_method_files(validate(config, str(path)), path.parent)
 
 
 def posteriordb_skip_reason(cfg: dict[str, Any]) -> str | None:
@@ -69,3 +75,47 @@ def posteriordb_skip_reason(cfg: dict[str, Any]) -> str | None:
     if mirror is None or not (mirror / "posteriordb").is_dir():
         return "no offline mirror holding posteriordb/ is set (datasets.offline_mirror or PMD_BENCH_DATA_MIRROR)"
     return None
+
+
+def is_file_spec(name: str) -> bool:
+    """Whether a ``method`` value names a class in a Python file (``path/to/file.py:ClassName``)."""
+    return ":" in name and name.rpartition(":")[0].endswith(".py")
+
+
+def entries(config: dict) -> Iterator[tuple[str, str, dict]]:
+    """``(section, label, entry)`` of every method entry of ``config``: the experiment sections'
+    ``methods`` and Table 1's ``table1.rate`` and ``table1.cost`` (``section`` as
+    :data:`workflow.methods.ENTRY_KEYS` names it)."""
+    sections = [(name, config[name]) for name in EXPERIMENT_TARGETS if isinstance(config.get(name), dict)]
+    table1 = config.get("table1") if isinstance(config.get("table1"), dict) else {}
+    sections += [(f"table1.{part}", table1[part]) for part in ("rate", "cost") if isinstance(table1.get(part), dict)]
+    for section, body in sections:
+        for label, entry in (body.get("methods") or {}).items():
+            if isinstance(entry, dict):
+                yield section, label, entry
+
+
+def absolute_method_files(config: dict, base: str | Path) -> dict:
+    """``config`` with every ``method: relative/file.py:Class`` made absolute from ``base`` (the
+    folder of the config file it was read from), in place; returns ``config``."""
+    for _, _, entry in entries(config):
+        name = entry.get("method")
+        if isinstance(name, str) and is_file_spec(name):
+            file, _, attr = name.rpartition(":")
+            if not Path(file).is_absolute():
+                entry["method"] = f"{(Path(base) / file).resolve()}:{attr}"
+    return config
+
+
+def method_files_from(config: dict, configfiles: list[str | Path]) -> dict:
+    """The merged ``config`` of Snakemake's ``configfiles`` (in their order) with each relative
+    ``method: file.py:Class`` made absolute from the folder of the config file that wrote it, in
+    place; returns ``config``."""
+    for path in map(Path, configfiles):
+        own = absolute_method_files(yaml.safe_load(path.read_text()) or {}, path.parent)
+        for section, label, entry in entries(own):
+            name = entry.get("method")
+            if isinstance(name, str) and is_file_spec(name):
+                body = config["table1"][section[7:]] if section.startswith("table1.") else config[section]
+                body["methods"][label]["method"] = name
+    return config

@@ -76,6 +76,7 @@ class MixtureGibbs(FullDataStep, RetainedChain):
         num_steps: the run length in sweeps, when known, to reject a burn-in that retains nothing.
     """
 
+    handles = ("mixture",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "Gibbs sampling"
     reference = "Tanner & Wong, JASA 1987; Diebolt & Robert, JRSS B 1994"
 

@@ -113,6 +113,7 @@ class PolyaGammaGibbs(FullDataStep, RetainedChain):
         truncation: ``K``, terms of the PG(1, c) series (module docstring for the error).
     """
 
+    handles = ("logistic",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "Gibbs sampling"
     reference = "Polson, Scott & Windle, JASA 2013"
 

@@ -72,6 +72,7 @@ class OnePassSMCGP(OnePassSMC):
         threshold, bandwidth, jitter: as for :class:`baselines.smc.OnePassSMC`.
     """
 
+    handles = ("sparse_gp",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "sequential Monte Carlo"
     reference = (
         "Balakrishnan & Madigan, Bayesian Analysis 2006, started at the SoD solution (Dai, He, Dai & Song, "

@@ -66,6 +66,7 @@ class SubsetOfData:
         subset_size: ``s``; default ``M``.
     """
 
+    handles = ("sparse_gp",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "subset of data"
     reference = "Rasmussen & Williams, Gaussian Processes for Machine Learning, 2006, sec. 8.3.1"
 

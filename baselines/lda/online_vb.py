@@ -47,6 +47,7 @@ class OnlineVB:
         max_iter, tol: the E-step's rounds and its stopping rule (scikit-learn's 100 and 1e-3).
     """
 
+    handles = ("lda",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "variational inference"
     reference = "Hoffman, Blei & Bach, NIPS 2010"
 

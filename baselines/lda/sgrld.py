@@ -57,6 +57,7 @@ class SGRLD:
         sweeps, burn_in: Gibbs sweeps per visited document and how many precede the average.
     """
 
+    handles = ("lda",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "stochastic-gradient MCMC"
     reference = "Patterson & Teh, NIPS 2013"
 

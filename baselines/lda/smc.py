@@ -80,6 +80,7 @@ class LDASMC:
         rejuvenate: documents re-sampled per particle after every step (0: none).
     """
 
+    handles = ("lda",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "sequential Monte Carlo"
     reference = "Canini, Shi & Griffiths, AISTATS 2009"
 

@@ -111,6 +111,7 @@ class GPJaxSVGP:
         step_size: as for :class:`baselines.gp.SVIGP` (default ``1/(1 + √t)``).
     """
 
+    handles = ("sparse_gp",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "variational inference"
     reference = (
         "GPJax `gpjax.natural_gradients.natural_gradient_step` on `WhitenedVariationalGaussian` "

@@ -99,6 +99,7 @@ class JaakkolaJordanSVI:
             in ``(0, 1]``. Default H.2's ``1/(100 + √t)``.
     """
 
+    handles = ("logistic",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "variational inference"
     reference = "Jaakkola & Jordan, Statistics and Computing 2000; Hoffman, Blei, Wang & Paisley, JMLR 2013"
 

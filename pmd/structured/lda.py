@@ -127,6 +127,7 @@ class StructuredPMDLDA:
             (F.2's closed form ``p̃``, a ratio of Dirichlet normalisers); module docstring, item 3.
     """
 
+    handles = ("lda",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "particle mirror descent"
     reference = "Dai, He, Dai & Song, AISTATS 2016, Appendix F.2"
 

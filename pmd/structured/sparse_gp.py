@@ -139,6 +139,7 @@ class StructuredPMDGP:
             may pass it to ``step`` instead, :mod:`pmd.interface`).
     """
 
+    handles = ("sparse_gp",)  # the target it runs on (workflow.methods.TARGETS)
     method_family = "particle mirror descent"
     reference = "Dai, He, Dai & Song, AISTATS 2016, Appendix F.1"
 
