@@ -2,7 +2,8 @@
 
 Every method has :class:`pmd.PMD`'s interface — ``Method(model, data_size=N, num_particles=m,
 **hyperparameters)``, ``init``, a pure jitted ``step`` and ``posterior`` — so :func:`pmd.run`, the
-metrics and the reports treat them alike. ``METHODS`` maps the workflow's method names to classes.
+metrics and the reports treat them alike. The workflow's names for them are in its registry
+(:data:`pmd_bench.workflow.methods.BUILTIN`).
 
 Grouped by family, as BlackJAX does: :mod:`.sgmcmc` (SGLD), :mod:`.smc` (one-pass SMC), :mod:`.vi`
 (SVI, NPV, Jaakkola-Jordan SVI, SVGD/OPVI), :mod:`.bootstrap` (NPL's posterior bootstrap),
@@ -17,24 +18,7 @@ from .sgmcmc import SGLD, ParallelSGLD, ParallelSGLDState, SGLDState, langevin_u
 from .smc import OnePassSMC, SMCState
 from .vi import NPV, SVGD, NPVState, StochasticNPV, SVGDState, SVI, SVIState, second_order_elbo
 
-METHODS = {
-    "sgld": SGLD,
-    "sgld_parallel": ParallelSGLD,
-    "smc": OnePassSMC,
-    "svi": SVI,
-    "gibbs": MixtureGibbs,
-    "npv": StochasticNPV,
-    "npv_full": NPV,
-    "blackjax_tempered_smc": TemperedSMC,
-    "blackjax_data_smc": DataTemperedSMC,
-    "numpyro_svi": NumPyroSVI,
-    "npl": PosteriorBootstrap,
-    "svgd": SVGD,
-    "blackjax_svgd": BlackJAXSVGD,
-}
-
 __all__ = [
-    "METHODS",
     "SGLD",
     "ParallelSGLD",
     "SGLDState",

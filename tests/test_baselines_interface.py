@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import pmd
-from pmd_bench.baselines import (METHODS, NPV, SGLD, SVGD, SVI, MixtureGibbs, OnePassSMC, ParallelSGLD,
-                                 PosteriorBootstrap, StochasticNPV)
+from pmd.interface import take_step
+from pmd_bench.baselines import (NPV, SGLD, SVGD, SVI, MixtureGibbs, OnePassSMC, ParallelSGLD, PosteriorBootstrap,
+                                 StochasticNPV)
+from pmd_bench.workflow.methods import BUILTIN, METHODS, TARGETS, build, handles
 from baselines_helpers import Conjugate
 from pmd.models.conjugate import ConjugateGaussian
 from pmd.models.mixture import WellingTehMixture
@@ -17,22 +21,28 @@ from pmd.models.mixture import WellingTehMixture
 CONJ = Conjugate.make(num_data=40)
 MIX = WellingTehMixture()
 MIX_DATA = MIX.simulate(seed=0, n=40)
+# the registry's methods that run on any pmd.Model (the conjugate model here), and the mixture's own
+GENERIC = sorted(n for n in METHODS if "model" in handles(METHODS[n]))
+MIXTURE = sorted(n for n in METHODS if "mixture" in handles(METHODS[n]))
 
 
 def _build(name, **overrides):
-    """A small instance of METHODS[name]: Gibbs on the mixture, the others on the conjugate model."""
-    if name == "gibbs":
-        return METHODS[name](MIX.model(), data_size=40, num_particles=5, data=MIX_DATA, burn_in=1), MIX_DATA
-    full_data = {"data": CONJ.data}
-    extra = {"npv_full": full_data, "svi": full_data, "blackjax_tempered_smc": full_data, "blackjax_data_smc": full_data,
-             "sgld": {"burn_in": 1, **full_data}, "sgld_parallel": full_data, "npl": full_data, "svgd": full_data,
-             "npv": full_data}.get(name, {})
-    return METHODS[name](CONJ.model, data_size=40, num_particles=5, **{**extra, **overrides}), CONJ.data
+    """A small instance of registry method ``name`` as the workflow builds a config entry (data and
+    a run of 2 steps passed where its constructor takes them, and a burn-in of one step where it
+    has one, so the tests' short runs retain samples): on the mixture for a mixture-only method,
+    else on the conjugate model."""
+    model, data = (MIX.model(), MIX_DATA) if name in MIXTURE else (CONJ.model, CONJ.data)
+    short = {"burn_in": 1} if "burn_in" in inspect.signature(METHODS[name]).parameters else {}
+    return build(name, {"num_particles": 5, **short, **overrides}, model, data, num_steps=2), data
 
 
-def test_method_names():
-    assert set(METHODS) == {"sgld", "sgld_parallel", "smc", "svi", "gibbs", "npv", "npv_full", "npl", "svgd",
-                            "blackjax_tempered_smc", "blackjax_data_smc", "numpyro_svi", "blackjax_svgd"}
+def test_the_registry_lists_every_builtin_once_and_what_each_handles():
+    assert list(METHODS)[:len(BUILTIN)] == list(BUILTIN)
+    for name in METHODS:
+        cls = METHODS[name]
+        assert isinstance(cls.method_family, str) and isinstance(cls.reference, str), name
+        assert set(handles(cls)) <= set(TARGETS), name
+    assert GENERIC and MIXTURE
 
 
 def _assert_same(a, b):
@@ -42,15 +52,15 @@ def _assert_same(a, b):
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("name", sorted(METHODS))
+@pytest.mark.parametrize("name", GENERIC + MIXTURE)
 def test_interface(name):
     algo, data = _build(name)
     assert isinstance(algo, pmd.InferenceMethod)
     state = algo.init(jax.random.key(0))
     jax.tree_util.tree_map(_assert_same, state, algo.init(jax.random.key(0)))
-    batch = jnp.asarray(data[:8])
-    one, info = algo.step(jax.random.key(1), state, batch)
-    two, _ = algo.step(jax.random.key(1), state, batch)  # pure: same key, same result
+    batch, rows = jnp.asarray(data[:8]), jnp.arange(8)
+    one, info = take_step(algo, jax.random.key(1), state, batch, rows, data)  # as the runner calls it
+    two, _ = take_step(algo, jax.random.key(1), state, batch, rows, data)  # pure: same key, same result
     jax.tree_util.tree_map(_assert_same, one, two)
     assert jax.tree_util.tree_structure(one) == jax.tree_util.tree_structure(state)
     assert all(np.ndim(v) == 0 for v in info.values())
@@ -76,12 +86,12 @@ def test_full_data_methods_count_what_they_read():
     assert res.visited[-1] >= res.num_steps * 40 and res.visited[-1] % 40 == 0
 
 
-@pytest.mark.parametrize("name", sorted(set(METHODS) - {"gibbs"}))  # the mixture's datum is a scalar
+@pytest.mark.parametrize("name", GENERIC)  # the mixture's datum is a scalar
 def test_batches_are_checked(name):
     algo, _ = _build(name)
     state = algo.init(jax.random.key(0))
     with pytest.raises(pmd.ModelError):
-        algo.step(jax.random.key(1), state, jnp.zeros((4, 3)))  # data of the conjugate model are 2-d
+        take_step(algo, jax.random.key(1), state, jnp.zeros((4, 3)), jnp.arange(4))  # the model's data are 2-d
 
 
 BAD = [

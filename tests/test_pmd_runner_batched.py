@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import pmd
-from pmd_bench.baselines import METHODS
+from pmd_bench.baselines import SGLD, OnePassSMC
 from pmd.interface import ConfigError
 from pmd.models.mixture import WellingTehMixture
 
@@ -47,8 +47,8 @@ def _compare(single, batched, rtol, atol):
 BUILDERS = {
     "pmd": lambda: pmd.PMD(MIX.model(), data_size=200, num_particles=100),
     "pmd_paper": lambda: pmd.PMD(MIX.model(), data_size=200, num_particles=100, variant="paper", strategy="hybrid"),
-    "smc": lambda: METHODS["smc"](MIX.model(), data_size=200, num_particles=100),
-    "sgld": lambda: METHODS["sgld"](MIX.model(), data_size=200, num_particles=50, a=0.01, burn_in=2),  # < the 5 steps
+    "smc": lambda: OnePassSMC(MIX.model(), data_size=200, num_particles=100),
+    "sgld": lambda: SGLD(MIX.model(), data_size=200, num_particles=50, a=0.01, burn_in=2),  # < the 5 steps
 }
 
 

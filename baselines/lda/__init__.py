@@ -11,6 +11,4 @@ from .online_vb import OnlineVB, OnlineVBState
 from .sgrld import SGRLD, SGRLDState
 from .smc import LDASMC, LDASMCState
 
-METHODS = {"lda_svi": OnlineVB, "lda_sgrld": SGRLD, "lda_smc": LDASMC}
-
-__all__ = ["METHODS", "OnlineVB", "OnlineVBState", "SGRLD", "SGRLDState", "LDASMC", "LDASMCState"]
+__all__ = ["OnlineVB", "OnlineVBState", "SGRLD", "SGRLDState", "LDASMC", "LDASMCState"]

@@ -1,0 +1,78 @@
+"""``pmd-bench check-method``: the README's template passes every point; a method that breaks one
+point fails there, named, with exit status 1; every built-in generic method passes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pmd_bench.workflow.check_method import POINTS, check_method
+from pmd_bench.workflow.cli import main
+from pmd_bench.workflow.methods import METHODS, handles
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "my_method.py"
+
+# The template with one fault each: the line replaced, the point that must fail, words of its reason.
+FAULTS = {
+    "numpy_init": ("        return self.model.sample_prior(key, self.num_particles)",
+                   "        import numpy as np\n"
+                   "        return jnp.asarray(np.random.normal(size=(self.num_particles, self.model.dim)), jnp.float32)",
+                   "init is pure in its key", "different states"),
+    "nan_step": ("        return state, work(evals=terms, grad_evals=terms)",
+                 "        return state * jnp.nan, work(evals=terms, grad_evals=terms)",
+                 "finite output", "NaN"),
+    "no_posterior": ("    def posterior(self, state: jax.Array) -> ParticlePosterior:",
+                     "    def _unused(self, state: jax.Array) -> ParticlePosterior:",
+                     "posterior", "no posterior"),
+    "no_work": ("        return state, work(evals=terms, grad_evals=terms)",
+                "        return state, {}", "work reported", "charges m·B"),
+    "wrong_sign": ("        state = state + 0.5 * self.epsilon * grads",
+                   "        state = state + 0.5 * self.epsilon * grads * jnp.array([1.0, -1.0])",
+                   "accuracy on a conjugate model", "posterior sd"),
+}
+
+
+def _faulty(tmp_path: Path, fault: str) -> str:
+    old, new, _, _ = FAULTS[fault]
+    text = EXAMPLE.read_text()
+    assert old in text, f"the template no longer holds {old!r}"
+    path = tmp_path / f"{fault}.py"
+    path.write_text(text.replace(old, new))
+    return f"{path}:LangevinEnsemble"
+
+
+def test_template_passes_every_point(capsys):
+    assert len(EXAMPLE.read_text().splitlines()) < 80  # the README promises a short template
+    assert main(["check-method", f"{EXAMPLE}:LangevinEnsemble"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("PASS") == len(POINTS) and "FAIL" not in out
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_fault_fails_its_point(tmp_path, capsys, fault):
+    _, _, point, reason = FAULTS[fault]
+    assert main(["check-method", _faulty(tmp_path, fault)]) == 1
+    line = next(line for line in capsys.readouterr().out.splitlines() if f"  {point}  " in line or
+                line.rstrip().endswith(f"  {point}"))
+    assert line.lstrip().startswith("FAIL") and reason in line, line
+
+
+def test_names_what_is_missing(tmp_path):
+    path = tmp_path / "bare.py"
+    path.write_text("class Bare:\n    def __init__(self, model, data_size, num_particles=1):\n        pass\n")
+    report = check_method(f"{path}:Bare")
+    assert not report.ok and report.checks[0].name == "class" and "method_family" in report.checks[0].detail
+    assert [c.name for c in report.checks] == list(POINTS)
+    assert not check_method(f"{path}:Missing").ok  # a class the file does not define
+    assert "defines no 'Missing'" in check_method(f"{path}:Missing").checks[0].detail
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(n for n in METHODS if "model" in handles(METHODS[n])))
+def test_builtin_methods_pass(name):
+    """Every built-in method that runs on a generic model passes at its defaults (the accuracy
+    point's bounds are generous: 5 posterior sd and a factor 3, module docstring)."""
+    report = check_method(name)
+    assert report.ok, str(report)
