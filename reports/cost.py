@@ -374,6 +374,11 @@ def render(experiment: str, run_files: list[str | Path], out: str | Path, figure
     main = "work" if all(_counted(every, "work")) else "visited"
     reach = {g: {c: cost_to_threshold(runs, criterion.score, lambda _, g=g: thresholds[g], c) for c in costs}
              for g, runs in groups.items()}
+    charged = sorted({m for runs in groups.values() for m, rs in runs.items() for a, _ in rs
+                      if len(a.get("curve/work_charged", ())) and a["curve/work_charged"][-1] > 0})
+    if charged:
+        notes.append(f"Work charged, not counted: {', '.join(f'`{m}`' for m in charged)} report no work, so each step "
+                     "is charged the likelihood terms of its batch at its particles (m·B, no gradients).")
     if main != "work" and "work" in costs:
         notes.append("Work is counted by some methods only (\"not counted\": the others), so the main measure is "
                      "data points visited.")

@@ -76,3 +76,32 @@ def test_builtin_methods_pass(name):
     point's bounds are generous: 5 posterior sd and a factor 3, module docstring)."""
     report = check_method(name)
     assert report.ok, str(report)
+
+
+def test_a_method_that_reports_no_work_is_charged_its_batches_and_the_cost_table_says_so(tmp_path):
+    import jax
+    import numpy as np
+
+    from pmd import run
+    from pmd.models.conjugate import ConjugateGaussian
+    from pmd_bench.reports import cost
+    from pmd_bench.workflow.methods import resolve
+    from pmd_bench.workflow.results import save_npz
+
+    cls = resolve(_faulty(tmp_path, "no_work"))
+    x = ConjugateGaussian(dim=2).simulate(0, 60)[1].astype(np.float32)
+    result = run(cls(ConjugateGaussian(dim=2).model(), data_size=60, num_particles=7), x, jax.random.key(0),
+                 batch_size=25, num_passes=1, eval_every=25)
+    assert list(result.curves["evals"]) == [0.0, 7 * 25, 7 * 50, 7 * 60]  # m·B a step, the last step's 10 rows
+    assert list(result.curves["grad_evals"]) == [0.0] * 4 and result.curves["work_charged"][-1] == 1.0
+    files = []
+    for label, charged in (("mine", 1.0), ("other", 0.0)):
+        arrays = {"visited": np.array([0, 30, 60]), "curve/wall_time": np.array([0.0, 1.0, 2.0]),
+                  "curve/evals": np.array([0.0, 10.0, 20.0]), "curve/grad_evals": np.zeros(3),
+                  "curve/work_charged": np.full(3, charged), "curve/tv_sharp": np.array([1.0, 0.2, 0.1])}
+        files.append(tmp_path / "runs" / label / "seed0.npz")
+        save_npz(files[-1], arrays, {"method": label, "seed": 0})
+    data = tmp_path / "data.npz"
+    save_npz(data, {"log_prob": np.zeros(3)}, {"floor": {"tv": 0.9, "tv_sharp": 0.2}})
+    text = cost.render("mixture", files, tmp_path / "cost.md", tmp_path / "cost.png", data)
+    assert "Work charged, not counted: `mine` report no work" in text and "`other`" not in text
