@@ -97,8 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     takes_config.add_argument("--config", default=argparse.SUPPRESS, help=config_help)
     sub = parser.add_subparsers(dest="verb", required=True)
 
-    def verb(name: str, **kw) -> argparse.ArgumentParser:
-        return sub.add_parser(name, parents=[takes_config], **kw)
+    def verb(name: str, config: bool = True, **kw) -> argparse.ArgumentParser:
+        """A verb whose --help opens with what it does (its line in the verbs' list)."""
+        return sub.add_parser(name, parents=[takes_config] if config else [], description=kw.get("help"), **kw)
 
     sub.add_parser("data", add_help=False, help="the datasets: list, fetch, verify, prepare (pmd-bench data --help; "
                                                  "the same program as pmd-bench-data)")
@@ -180,10 +181,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--black-box", help="render: the black-box probe's JSON")
     p.add_argument("--out", required=True, help="a JSON result (rate, cost, black-box) or table1.md (render)")
 
-    p = sub.add_parser("check-method", help="check a method against the interface's contract, point by point "
+    p = verb("check-method", config=False, help="check a method against the interface's contract, point by point "
                                             "(exit 1 on any failure)")
     p.add_argument("method", help="path/to/file.py:ClassName, package.module:ClassName or a registry name")
     p.add_argument("--params", help="JSON object of the method's hyperparameters, e.g. '{\"step_size\": 0.1}'")
+
+    p = verb("add-method", config=False, help="run one method on every experiment of a config it can run and render "
+                                          "the leaderboards with its rows beside the config's committed results")
+    p.add_argument("method", help="path/to/file.py:ClassName, package.module:ClassName or a registry name")
+    p.add_argument("--config", help="the config whose results it joins (default: the embedded default)")
+    p.add_argument("--label", help="its row's name (default: the class name in snake case)")
+    p.add_argument("--params", help="JSON object of the method's hyperparameters")
+    p.add_argument("--cores", type=int, default=2, help="Snakemake's --cores (default 2)")
+    p.add_argument("--dry-run", action="store_true", help="list the jobs it would run, run none")
 
     p = verb("report-html", help="the self-contained HTML report of every experiment's results")
     p.add_argument("--out", required=True, help="the report's index.html")
@@ -452,18 +462,27 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(report)
         return 0 if report.ok else 1
+    if args.verb == "add-method":
+        from pmd import ConfigError
+
+        from .add_method import AddMethodError, add
+
+        try:
+            return add(args.method, args.config, args.label, _params(args.params), args.cores, args.dry_run)
+        except (AddMethodError, ConfigError, config_mod.ConfigFileError, ValueError) as err:
+            print(f"pmd-bench add-method: {err}", file=sys.stderr)
+            return 2
     end_on_sigterm()
-    from pmd_bench.datasets.errors import DatasetError
-    from pmd_bench.datasets.settings import resolve_settings
-
-    from .experiments import logistic, posteriordb, rate, sparse_gp
-    from .reference import ConvergenceError
-    from .repetitions import BATCHABLE, run_seeds
-    from .results import save_json
-    from .tracking import git_commit, init_store, tracking_uri
-
     try:
         cfg = config_mod.load(args.config)
+        _preflight(cfg, args)  # the arguments' errors before the imports below (seconds: JAX, MLflow)
+        from pmd_bench.datasets.settings import resolve_settings
+
+        from .experiments import logistic, posteriordb, rate, sparse_gp
+        from .repetitions import run_seeds
+        from .results import save_json
+        from .tracking import git_commit, init_store, tracking_uri
+
         uri = tracking_uri(cfg["tracking"]["uri"])
         if args.verb == "init-store":
             init_store(uri, [_experiment_name(cfg, name) for name in EXPERIMENTS])
@@ -474,25 +493,13 @@ def main(argv: list[str] | None = None) -> int:
             meta = EXPERIMENTS[args.experiment].make_data(cfg[args.experiment], args.out)
             print(json.dumps(meta["floor"], indent=1))
         elif args.verb == "run":
-            if args.experiment not in cfg:
-                raise ValueError(f"the config has no {args.experiment} section")
             section = cfg[args.experiment]
-            if args.method not in section["methods"] and args.params is None:
-                raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
-                                 f"({', '.join(section['methods'])}); pass --params to give its settings")
             params = _params(args.params)
             tuned = None
             if args.tuning:
                 tuned = json.loads(Path(args.tuning).read_text())
                 params = {**(params or section["methods"][args.method]), **tuned["chosen"]}
-            if len(args.seed) != len(args.out):
-                raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
             if len(args.seed) > 1:
-                if args.experiment not in BATCHABLE:
-                    raise ValueError(f"several seeds in one run (batched repetitions) are built for the "
-                                     f"{' and '.join(BATCHABLE)} experiments, not {args.experiment}: give one --seed")
-                if not args.data:
-                    raise ValueError(f"run {args.experiment} needs --data (the experiment's data file)")
                 extra = {"reference": args.reference} if args.experiment == "logistic" else {}
                 prep = EXPERIMENTS[args.experiment].prepare(section, args.method, args.data, params=params, **extra)
                 metas = run_seeds(prep, args.seed, args.out, uri, _experiment_name(cfg, args.experiment))
@@ -506,20 +513,13 @@ def main(argv: list[str] | None = None) -> int:
             if tuned is not None and args.experiment in ("posteriordb", "custom", "sparse_gp", "lda"):
                 label, params = f"{args.method}_tuned", {"method": args.method, **params}
             if args.experiment == "custom":
-                if not (args.model and args.reference):
-                    raise ValueError("run custom needs --model (a name of the config's custom.models) and --reference "
-                                     "(its reference draws: `pmd-bench reference custom`)")
                 meta = EXPERIMENTS["custom"].run_one(section, label, args.model, args.seed, args.reference,
                                                      args.out, uri, _experiment_name(cfg, args.experiment), params)
             elif args.experiment == "posteriordb":
-                if not args.posterior:
-                    raise ValueError("run posteriordb needs --posterior (one of its config's posteriordb.posteriors)")
                 meta = posteriordb.run_one(section, label, args.posterior, args.seed, args.out, uri,
                                            _experiment_name(cfg, args.experiment), params,
                                            resolve_settings(cfg["datasets"]))
             else:
-                if not args.data:
-                    raise ValueError(f"run {args.experiment} needs --data (the experiment's data file)")
                 extra = {"reference": args.reference} if args.reference else {}
                 if args.problem:
                     extra["problem"] = args.problem
@@ -649,10 +649,50 @@ def main(argv: list[str] | None = None) -> int:
             from pmd_bench.reports import table_logistic
 
             table_logistic.render(args.data[0], args.runs, args.out)
-    except (ValueError, FileNotFoundError, ConvergenceError, DatasetError) as err:
+    except Exception as err:
+        if not _users_error(err):
+            raise
         print(f"pmd-bench: error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def _users_error(err: Exception) -> bool:
+    """Whether ``err`` is one the user can act on (bad input, a missing file, a reference that
+    failed its convergence gate, a dataset that failed its checks), printed as one line; the
+    modules defining the last two are looked up only where imported (an error of theirs can only
+    come from an imported module)."""
+    kinds = [ValueError, FileNotFoundError]
+    for module, name in (("pmd_bench.workflow.reference", "ConvergenceError"),
+                         ("pmd_bench.datasets.errors", "DatasetError")):
+        if module in sys.modules:
+            kinds.append(getattr(sys.modules[module], name))
+    return isinstance(err, tuple(kinds))
+
+
+def _preflight(cfg: dict, args: argparse.Namespace) -> None:
+    """Refuse, with the flag named, a ``run`` whose arguments cannot work for its experiment: before
+    anything heavy is imported, so a wrong command answers in well under a second."""
+    if args.verb != "run":
+        return
+    if args.experiment not in cfg:
+        raise ValueError(f"the config has no {args.experiment} section")
+    section = cfg[args.experiment]
+    if args.method not in section["methods"] and args.params is None:
+        raise ValueError(f"method {args.method!r} is not in the config's {args.experiment}.methods "
+                         f"({', '.join(section['methods'])}); pass --params to give its settings")
+    if len(args.seed) != len(args.out):
+        raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
+    if len(args.seed) > 1 and args.experiment not in config_mod.BATCHABLE:
+        raise ValueError(f"several seeds in one run (batched repetitions) are built for the "
+                         f"{' and '.join(config_mod.BATCHABLE)} experiments, not {args.experiment}: give one --seed")
+    if args.experiment == "custom" and not (args.model and args.reference):
+        raise ValueError("run custom needs --model (a name of the config's custom.models) and --reference "
+                         "(its reference draws: `pmd-bench reference custom`)")
+    if args.experiment == "posteriordb" and not args.posterior:
+        raise ValueError("run posteriordb needs --posterior (one of its config's posteriordb.posteriors)")
+    if args.experiment not in ("custom", "posteriordb") and not args.data:
+        raise ValueError(f"run {args.experiment} needs --data (the experiment's data file)")
 
 
 def exit_without_teardown(code: int) -> NoReturn:

@@ -19,6 +19,10 @@ SCHEMA = Path(__file__).parent / "schemas" / "config.schema.json"
 EXPERIMENT_TARGETS = {"posteriordb": "model", "custom": "model", "mixture": "mixture", "logistic": "logistic",
                       "sparse_gp": "sparse_gp", "lda": "lda"}
 
+#: the experiments whose rules and CLI can run a method's seeds batched (``<experiment>.batch_seeds``,
+#: ``pmd-bench run <experiment> --seed 0 1 ...``; workflow.repetitions)
+BATCHABLE = ("mixture", "logistic")
+
 
 class ConfigFileError(ValueError):
     """The configuration file is missing, unreadable or breaks the schema; the message says where."""

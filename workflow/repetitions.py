@@ -24,11 +24,8 @@ import jax
 
 from pmd import RunResult, run, run_batched
 
+from .config import BATCHABLE  # noqa: F401  (the experiments that batch seeds; defined where the CLI reads it fast)
 from .tracking import tracked_run
-
-#: the experiments whose rules and CLI can run a method's seeds batched (``<experiment>.batch_seeds``,
-#: ``pmd-bench run <experiment> --seed 0 1 ...``)
-BATCHABLE = ("mixture", "logistic")
 
 #: ``save(result, seed, run_params, out, started, shared_seconds, extra) -> meta``: write the seed's
 #: result file atomically, log its summary and artifact to the active MLflow run, return its meta;

@@ -29,6 +29,37 @@ def tuned_labels(experiment):
 PMD_BENCH = f"{shlex.quote(sys.executable)} -m pmd_bench.workflow.cli"
 RESOLVED_CONFIG = f"{RESULTS}/config.yaml"
 
+# The jobs that run methods and make their data read the resolved config, but it reaches Snakemake's
+# rerun decision only through each job's params `settings` (job_settings): the experiment's
+# settings and the job's own method entry. So adding, removing or changing one method reruns that
+# method's jobs (and the tables that read them), never the others'; a changed experiment setting
+# reruns the experiment. Both files are `ancient`: a rewritten config or a new tracking store sends
+# no job again, and run files restored from archive/ (which have no Snakemake records) count as done.
+TRACKING_STORE = ancient(f"{RESULTS}/.tracking-store")
+
+
+def job_settings(experiment, label=None):
+    """What a job of `experiment` reads from the config, as JSON for its params: the experiment's
+    section less its methods, tuning grids and lists of targets (custom models, whose files are
+    their jobs' inputs; posteriordb's posteriors: one job serves one), and, for a method's job,
+    the method's entry and grid (a `<label>_tuned` job's label is its base label)."""
+    section = config.get(experiment) or {}
+    settings = {k: v for k, v in section.items() if k not in ("methods", "tuning", "models", "posteriors")}
+    if label is not None:
+        settings["entry"] = (section.get("methods") or {}).get(label)
+        settings["grid"] = section.get("tuning", {}).get("grids", {}).get(label)
+    return json.dumps(settings, sort_keys=True, default=str)
+
+
+def method_files(experiment, label):
+    """The Python file of a method given as `file.py:Class` (an input of its jobs: editing it reruns
+    them), else none."""
+    from pmd_bench.workflow.config import is_file_spec
+
+    name = ((config.get(experiment) or {}).get("methods") or {}).get(label, {}).get("method", "")
+    return [name.rpartition(":")[0]] if isinstance(name, str) and is_file_spec(name) else []
+
+
 # Written from the config (and the store below, tracking.smk): on the submitting host under a cluster
 # profile. Every rule's threads and resources: workflow/resources.py (docs/cluster.md).
 localrules:

@@ -41,7 +41,7 @@ if CUSTOM_MODELS:
 
     rule custom_reference:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
         output:
             f"{CUSTOM_DIR}/{{name}}/reference.npz",
@@ -52,12 +52,14 @@ if CUSTOM_MODELS:
         threads: 1
         resources:
             **job_resources("custom_reference", config),
+        params:
+            settings=lambda wildcards: job_settings("custom", None),
         shell:
             PMD_BENCH + " --config {input.config} reference custom --model {wildcards.name} --out {output} > {log} 2>&1"
 
     rule custom_floor:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
             reference=f"{CUSTOM_DIR}/{{name}}/reference.npz",
         output:
@@ -69,16 +71,19 @@ if CUSTOM_MODELS:
         threads: 1
         resources:
             **job_resources("custom_floor", config),
+        params:
+            settings=lambda wildcards: job_settings("custom", None),
         shell:
             PMD_BENCH + " --config {input.config} floor custom --model {wildcards.name}"
             + " --reference {input.reference} --out {output} > {log} 2>&1"
 
     rule custom_run:
         input:
-            config=RESOLVED_CONFIG,
-            store=f"{RESULTS}/.tracking-store",
+            config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
             model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
             reference=f"{CUSTOM_DIR}/{{name}}/reference.npz",
+            method_file=lambda wildcards: method_files("custom", wildcards.method),
         output:
             f"{CUSTOM_DIR}/{{name}}/runs/{{method}}/seed{{seed}}.npz",
         wildcard_constraints:
@@ -90,15 +95,18 @@ if CUSTOM_MODELS:
         threads: 1
         resources:
             **job_resources("custom_run", config),
+        params:
+            settings=lambda wildcards: job_settings("custom", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run custom --model {wildcards.name} --method {wildcards.method}"
             + " --seed {wildcards.seed} --reference {input.reference} --out {output} > {log} 2>&1"
 
     rule custom_tune:
         input:
-            config=RESOLVED_CONFIG,
-            store=f"{RESULTS}/.tracking-store",
+            config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
             model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
+            method_file=lambda wildcards: method_files("custom", wildcards.method),
         output:
             f"{CUSTOM_DIR}/{{name}}/tuning/{{method}}.json",
         wildcard_constraints:
@@ -109,17 +117,20 @@ if CUSTOM_MODELS:
         threads: 1
         resources:
             **job_resources("custom_tune", config),
+        params:
+            settings=lambda wildcards: job_settings("custom", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} tune custom --model {wildcards.name} --method {wildcards.method}"
             + " --out {output} > {log} 2>&1"
 
     rule custom_run_tuned:
         input:
-            config=RESOLVED_CONFIG,
-            store=f"{RESULTS}/.tracking-store",
+            config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
             model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
             reference=f"{CUSTOM_DIR}/{{name}}/reference.npz",
             tuning=f"{CUSTOM_DIR}/{{name}}/tuning/{{method}}.json",
+            method_file=lambda wildcards: method_files("custom", wildcards.method),
         output:
             f"{CUSTOM_DIR}/{{name}}/runs/{{method}}_tuned/seed{{seed}}.npz",
         wildcard_constraints:
@@ -131,6 +142,8 @@ if CUSTOM_MODELS:
         threads: 1
         resources:
             **job_resources("custom_run_tuned", config),
+        params:
+            settings=lambda wildcards: job_settings("custom", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run custom --model {wildcards.name} --method {wildcards.method}"
             + " --seed {wildcards.seed} --reference {input.reference} --tuning {input.tuning} --out {output}"

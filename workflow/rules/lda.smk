@@ -42,9 +42,10 @@ else:
 
     rule lda_run:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=LDA_CORPUS,
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("lda", wildcards.method),
         output:
             f"{LDA_DIR}/runs/{{method}}/seed{{seed}}.npz",
         wildcard_constraints:
@@ -55,6 +56,8 @@ else:
         threads: 1
         resources:
             **job_resources("lda_run", config),
+        params:
+            settings=lambda wildcards: job_settings("lda", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run lda --method {wildcards.method} --seed {wildcards.seed}"
             + " --data {input.data} --out {output} > {log} 2>&1"
@@ -113,9 +116,10 @@ else:
 
         rule lda_grid_run:
             input:
-                config=RESOLVED_CONFIG,
+                config=ancient(RESOLVED_CONFIG),
                 data=LDA_CORPUS,
-                store=f"{RESULTS}/.tracking-store",
+                store=TRACKING_STORE,
+                method_file=lambda wildcards: method_files("lda", wildcards.method),
             output:
                 f"{LDA_DIR}/grid/{{method}}/{{point}}-seed{{seed}}.npz",
             wildcard_constraints:
@@ -123,6 +127,7 @@ else:
                 point="|".join(LDA_POINTS),
                 seed=r"\d+",
             params:
+                settings=lambda wildcards: job_settings("lda", wildcards.method),
                 spec=lambda wildcards: json.dumps(_grid_params(wildcards)),
             log:
                 f"{RESULTS}/logs/lda/grid-{{method}}-{{point}}-seed{{seed}}.log",

@@ -16,9 +16,9 @@ ALL_TARGETS.extend([FIGURE2, TABLE_LOGISTIC])
 
 rule logistic_reference:
     input:
-        config=RESOLVED_CONFIG,
+        config=ancient(RESOLVED_CONFIG),
         data=LOG_DATA,
-        store=f"{RESULTS}/.tracking-store",
+        store=TRACKING_STORE,
     output:
         f"{LOG_DIR}/reference.npz",
     log:
@@ -26,6 +26,8 @@ rule logistic_reference:
     threads: 1
     resources:
         **job_resources("logistic_reference", config),
+    params:
+        settings=lambda wildcards: job_settings("logistic", None),
     shell:
         PMD_BENCH + " --config {input.config} reference logistic --data {input.data} --out {output} > {log} 2>&1"
 
@@ -34,10 +36,11 @@ if config["logistic"].get("batch_seeds", False):
     # every seed of a method in one job: one vectorised program (pmd.run_batched), the same files
     rule logistic_run_batched:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=LOG_DATA,
             reference=f"{LOG_DIR}/reference.npz",
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("logistic", wildcards.method),
         output:
             expand(f"{LOG_DIR}/runs/{{{{method}}}}/seed{{seed}}.npz", seed=LOG_SEEDS),
         wildcard_constraints:
@@ -48,6 +51,7 @@ if config["logistic"].get("batch_seeds", False):
         resources:
             **batch_resources("logistic_run", config, len(LOG_SEEDS)),
         params:
+            settings=lambda wildcards: job_settings("logistic", wildcards.method),
             seeds=" ".join(str(s) for s in LOG_SEEDS),
         shell:
             PMD_BENCH + " --config {input.config} run logistic --method {wildcards.method} --seed {params.seeds}"
@@ -56,10 +60,11 @@ if config["logistic"].get("batch_seeds", False):
 else:
     rule logistic_run:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=LOG_DATA,
             reference=f"{LOG_DIR}/reference.npz",
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("logistic", wildcards.method),
         output:
             f"{LOG_DIR}/runs/{{method}}/seed{{seed}}.npz",
         wildcard_constraints:
@@ -70,6 +75,8 @@ else:
         threads: 1
         resources:
             **job_resources("logistic_run", config),
+        params:
+            settings=lambda wildcards: job_settings("logistic", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run logistic --method {wildcards.method} --seed {wildcards.seed}"
             + " --data {input.data} --reference {input.reference} --out {output} > {log} 2>&1"

@@ -13,7 +13,7 @@ ALL_TARGETS.append(FIGURE1)
 
 rule mixture_data:
     input:
-        config=RESOLVED_CONFIG,
+        config=ancient(RESOLVED_CONFIG),
     output:
         f"{MIX_DIR}/data.npz",
     log:
@@ -21,6 +21,8 @@ rule mixture_data:
     threads: 1
     resources:
         **job_resources("mixture_data", config),
+    params:
+        settings=lambda wildcards: job_settings("mixture", None),
     shell:
         PMD_BENCH + " --config {input.config} make-data mixture --out {output} > {log} 2>&1"
 
@@ -29,9 +31,10 @@ if config["mixture"].get("batch_seeds", False):
     # every seed of a method in one job: one vectorised program (pmd.run_batched), the same files
     rule mixture_run_batched:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=f"{MIX_DIR}/data.npz",
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("mixture", wildcards.method),
         output:
             expand(f"{MIX_DIR}/runs/{{{{method}}}}/seed{{seed}}.npz", seed=MIX_SEEDS),
         wildcard_constraints:
@@ -42,6 +45,7 @@ if config["mixture"].get("batch_seeds", False):
         resources:
             **batch_resources("mixture_run", config, len(MIX_SEEDS)),
         params:
+            settings=lambda wildcards: job_settings("mixture", wildcards.method),
             seeds=" ".join(str(s) for s in MIX_SEEDS),
         shell:
             PMD_BENCH + " --config {input.config} run mixture --method {wildcards.method} --seed {params.seeds}"
@@ -50,9 +54,10 @@ if config["mixture"].get("batch_seeds", False):
 else:
     rule mixture_run:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=f"{MIX_DIR}/data.npz",
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("mixture", wildcards.method),
         output:
             f"{MIX_DIR}/runs/{{method}}/seed{{seed}}.npz",
         wildcard_constraints:
@@ -63,6 +68,8 @@ else:
         threads: 1
         resources:
             **job_resources("mixture_run", config),
+        params:
+            settings=lambda wildcards: job_settings("mixture", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run mixture --method {wildcards.method} --seed {wildcards.seed}"
             + " --data {input.data} --out {output} > {log} 2>&1"

@@ -53,7 +53,7 @@ else:
 
     rule posteriordb_floor:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
         output:
             f"{PDB_DIR}/floors/{{posterior}}.json",
         wildcard_constraints:
@@ -63,14 +63,17 @@ else:
         threads: 1
         resources:
             **job_resources("posteriordb_floor", config),
+        params:
+            settings=lambda wildcards: job_settings("posteriordb", None),
         shell:
             PMD_BENCH + " --config {input.config} floor posteriordb --posterior {wildcards.posterior}"
             + " --out {output} > {log} 2>&1"
 
     rule posteriordb_run:
         input:
-            config=RESOLVED_CONFIG,
-            store=f"{RESULTS}/.tracking-store",
+            config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
         output:
             f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
         wildcard_constraints:
@@ -82,14 +85,17 @@ else:
         threads: 1
         resources:
             **job_resources("posteriordb_run", config),
+        params:
+            settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
             + " --posterior {wildcards.posterior} --seed {wildcards.seed} --out {output} > {log} 2>&1"
 
     rule posteriordb_tune:
         input:
-            config=RESOLVED_CONFIG,
-            store=f"{RESULTS}/.tracking-store",
+            config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
         output:
             f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
         wildcard_constraints:
@@ -100,15 +106,18 @@ else:
         threads: 1
         resources:
             **job_resources("posteriordb_tune", config),
+        params:
+            settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} tune posteriordb --posterior {wildcards.posterior}"
             + " --method {wildcards.method} --out {output} > {log} 2>&1"
 
     rule posteriordb_run_tuned:
         input:
-            config=RESOLVED_CONFIG,
-            store=f"{RESULTS}/.tracking-store",
+            config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
             tuning=f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+            method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
         output:
             f"{PDB_DIR}/runs/{{posterior}}/{{method}}_tuned/seed{{seed}}.npz",
         wildcard_constraints:
@@ -120,6 +129,8 @@ else:
         threads: 1
         resources:
             **job_resources("posteriordb_run_tuned", config),
+        params:
+            settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
             + " --posterior {wildcards.posterior} --seed {wildcards.seed} --tuning {input.tuning} --out {output}"

@@ -32,7 +32,7 @@ else:
 
     rule sparse_gp_standin:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
         output:
             f"{RESULTS}/data/msd-standin.npz",
         log:
@@ -40,14 +40,16 @@ else:
         threads: 1
         resources:
             **job_resources("sparse_gp_standin", config),
+        params:
+            settings=lambda wildcards: job_settings("sparse_gp", None),
         shell:
             PMD_BENCH + " --config {input.config} make-data sparse_gp --out {output} > {log} 2>&1"
 
     rule sparse_gp_truth:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=_sgp_data,
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
         output:
             f"{SGP_DIR}/{{problem}}/truth.npz",
         wildcard_constraints:
@@ -57,16 +59,19 @@ else:
         threads: 1
         resources:
             **job_resources("sparse_gp_truth", config),
+        params:
+            settings=lambda wildcards: job_settings("sparse_gp", None),
         shell:
             PMD_BENCH + " --config {input.config} reference sparse_gp --problem {wildcards.problem}"
             + " --data {input.data} --out {output} > {log} 2>&1"
 
     rule sparse_gp_run:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=_sgp_data,
             truth=f"{SGP_DIR}/{{problem}}/truth.npz",
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("sparse_gp", wildcards.method),
         output:
             f"{SGP_DIR}/{{problem}}/runs/{{method}}/seed{{seed}}.npz",
         wildcard_constraints:
@@ -78,6 +83,8 @@ else:
         threads: 1
         resources:
             **job_resources("sparse_gp_run", config),
+        params:
+            settings=lambda wildcards: job_settings("sparse_gp", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run sparse_gp --problem {wildcards.problem}"
             + " --method {wildcards.method} --seed {wildcards.seed} --data {input.data}"
@@ -85,9 +92,10 @@ else:
 
     rule sparse_gp_tune:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=_sgp_data,
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
+            method_file=lambda wildcards: method_files("sparse_gp", wildcards.method),
         output:
             f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json",
         wildcard_constraints:
@@ -98,17 +106,20 @@ else:
         threads: 1
         resources:
             **job_resources("sparse_gp_tune", config),
+        params:
+            settings=lambda wildcards: job_settings("sparse_gp", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} tune sparse_gp --problem {wildcards.problem}"
             + " --method {wildcards.method} --data {input.data} --out {output} > {log} 2>&1"
 
     rule sparse_gp_run_tuned:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
             data=_sgp_data,
             truth=f"{SGP_DIR}/{{problem}}/truth.npz",
-            store=f"{RESULTS}/.tracking-store",
+            store=TRACKING_STORE,
             tuning=f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json",
+            method_file=lambda wildcards: method_files("sparse_gp", wildcards.method),
         output:
             f"{SGP_DIR}/{{problem}}/runs/{{method}}_tuned/seed{{seed}}.npz",
         wildcard_constraints:
@@ -120,6 +131,8 @@ else:
         threads: 1
         resources:
             **job_resources("sparse_gp_run_tuned", config),
+        params:
+            settings=lambda wildcards: job_settings("sparse_gp", wildcards.method),
         shell:
             PMD_BENCH + " --config {input.config} run sparse_gp --problem {wildcards.problem}"
             + " --method {wildcards.method} --seed {wildcards.seed} --data {input.data}"

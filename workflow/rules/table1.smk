@@ -15,7 +15,7 @@ else:
 
     rule table1_measure:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
         output:
             f"{T1_DIR}/{{part}}/{{method}}.json",
         wildcard_constraints:
@@ -25,13 +25,15 @@ else:
         threads: 1
         resources:
             **job_resources("table1_measure", config),
+        params:
+            settings=lambda wildcards: job_settings("table1", None),
         shell:
             PMD_BENCH + " --config {input.config} table1 {wildcards.part} --method {wildcards.method}"
             + " --out {output} > {log} 2>&1"
 
     rule table1_black_box:
         input:
-            config=RESOLVED_CONFIG,
+            config=ancient(RESOLVED_CONFIG),
         output:
             f"{T1_DIR}/black_box.json",
         log:
@@ -39,6 +41,8 @@ else:
         threads: 1
         resources:
             **job_resources("table1_black_box", config),
+        params:
+            settings=lambda wildcards: job_settings("table1", None),
         shell:
             PMD_BENCH + " --config {input.config} table1 black-box --out {output} > {log} 2>&1"
 

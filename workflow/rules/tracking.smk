@@ -13,7 +13,7 @@ os.environ.setdefault(
 
 rule tracking_store:
     input:
-        RESOLVED_CONFIG,
+        ancient(RESOLVED_CONFIG),
     output:
         f"{RESULTS}/.tracking-store",
     log:

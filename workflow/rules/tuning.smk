@@ -13,9 +13,10 @@ ALL_TARGETS.extend(f"{RESULTS}/figures/tuning_{experiment}.md" for experiment in
 
 rule tune:
     input:
-        config=RESOLVED_CONFIG,
+        config=ancient(RESOLVED_CONFIG),
         data=lambda wildcards: TUNED[wildcards.experiment]["data"],
-        store=f"{RESULTS}/.tracking-store",
+        store=TRACKING_STORE,
+        method_file=lambda wildcards: method_files(wildcards.experiment, wildcards.method),
     output:
         f"{RESULTS}/{{experiment}}/tuning/{{method}}.json",
     wildcard_constraints:
@@ -25,6 +26,8 @@ rule tune:
     threads: 1
     resources:
         **job_resources("tune", config),
+    params:
+        settings=lambda wildcards: job_settings(wildcards.experiment, wildcards.method),
     shell:
         PMD_BENCH + " --config {input.config} tune {wildcards.experiment} --method {wildcards.method}"
         + " --data {input.data} --out {output} > {log} 2>&1"
@@ -32,8 +35,8 @@ rule tune:
 
 rule run_tuned:
     input:
-        unpack(lambda wildcards: {"config": RESOLVED_CONFIG, "data": TUNED[wildcards.experiment]["data"],
-                                  "store": f"{RESULTS}/.tracking-store",
+        unpack(lambda wildcards: {"config": ancient(RESOLVED_CONFIG), "data": TUNED[wildcards.experiment]["data"],
+                                  "store": TRACKING_STORE,
                                   "tuning": f"{RESULTS}/{wildcards.experiment}/tuning/{wildcards.method}.json",
                                   **TUNED[wildcards.experiment]["extra"]}),
     output:
@@ -47,6 +50,7 @@ rule run_tuned:
     resources:
         **job_resources("run_tuned", config),
     params:
+        settings=lambda wildcards: job_settings(wildcards.experiment, wildcards.method),
         extra=lambda wildcards, input: " ".join(f"--{k} {input[k]}" for k in TUNED[wildcards.experiment]["extra"]),
     shell:
         PMD_BENCH + " --config {input.config} run {wildcards.experiment} --method {wildcards.method}"
