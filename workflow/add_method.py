@@ -169,7 +169,8 @@ def add(spec: str, config_path: str | None = None, label: str | None = None, par
     overlays = sorted(folder.glob("*.yaml"))
     wanted = targets(cfg, experiments, str(results.relative_to(ROOT)))
     command = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", str(path),
-               *map(str, overlays), *(["-n"] if dry_run else []), *wanted]
+               *map(str, overlays), *(["-n"] if dry_run else []),
+               "--forcerun", *wanted, "--", *wanted]  # the tables rendered again, with the new rows
     print(f"{label} ({cls.__name__}) on {', '.join(experiments)}; the other rows: {source}", flush=True)
     status = subprocess.run(command, cwd=ROOT).returncode
     if status == 0 and not dry_run:

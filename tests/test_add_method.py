@@ -1,0 +1,76 @@
+"""A method added to a config runs alone: Snakemake schedules its runs and the tables that read
+them, never another method's run; ``pmd-bench add-method`` refuses results of another config."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pmd_bench.workflow import add_method, config as config_mod
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "my_method.py"
+CI = ROOT / "workflow" / "config" / "ci.yaml"
+
+
+def _snakemake(*args: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout + out.stderr
+
+
+def _jobs(text: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table of a dry run: rule -> jobs."""
+    if "Nothing to be done" in text:
+        return {}
+    table = text.split("Job stats:")[1].split("total")[0]
+    return {line.split()[0]: int(line.split()[1]) for line in table.splitlines()[3:] if line.strip()}
+
+
+@pytest.mark.workflow
+def test_an_added_method_schedules_only_its_runs_and_the_tables_that_read_them(tmp_path):
+    results = tmp_path / "results"
+    base = ["--configfile", str(CI), "--config", f"results_dir={results}"]
+    summary = _snakemake("--summary", *base)
+    then = time.time() - 100  # every output done, as a finished (or restored) campaign leaves them
+    for line in summary.splitlines():
+        path = Path(line.split("\t")[0])
+        if line.startswith(str(results)) and "\t" in line:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+            os.utime(path, (then, then))
+    tables = [str(results / "figures" / "table_mixture.md"), str(results / "figures" / "cost_mixture.md")]
+    assert _jobs(_snakemake("-n", *base, "--forcerun", *tables, "--", *tables)) == {
+        "mixture_figures": 1, "cost_report": 1}
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text(yaml.safe_dump({"mixture": {"methods": {"langevin": {
+        "method": f"{EXAMPLE}:LangevinEnsemble"}}}}))
+    added = ["--configfile", str(CI), str(overlay), "--config", f"results_dir={results}"]
+    jobs = _jobs(_snakemake("-n", *added, "--forcerun", *tables, "--", *tables))
+    seeds = config_mod.load(CI)["mixture"]["seeds"]
+    assert jobs == {"mixture_run": seeds, "mixture_figures": 1, "cost_report": 1}
+
+
+def test_labels_targets_and_the_config_check(tmp_path):
+    from pmd_bench.workflow.methods import resolve
+
+    cls = resolve(f"{EXAMPLE}:LangevinEnsemble")
+    assert add_method.label_for(cls) == "langevin_ensemble"
+    cfg = config_mod.load()
+    assert set(add_method.experiments_for(cls, cfg)) - {"posteriordb"} == {"custom", "mixture", "logistic"}
+    assert f"{tmp_path}/custom/robust_regression/table.md" in add_method.targets(cfg, ["custom"], str(tmp_path))
+    made = tmp_path / "config.yaml"
+    made.write_text(yaml.safe_dump(config_mod.with_defaults(cfg)))
+    add_method.check_same_config(made, cfg, {}, "default")
+    other = config_mod.with_defaults(cfg)
+    other["mixture"]["seeds"] = 5
+    made.write_text(yaml.safe_dump(other))
+    with pytest.raises(add_method.AddMethodError, match=r"differs in mixture\.seeds"):
+        add_method.check_same_config(made, cfg, {}, "default")
