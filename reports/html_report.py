@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from pmd_bench.workflow.config import posteriordb_skip_reason
+
 from .resultfiles import atomic_path
 
 LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a local store
@@ -175,6 +177,9 @@ def section_html(cfg: dict, key: str, title: str, claim: str, files: list[str], 
     head = f'<section id="{key}"><h2>{html.escape(title)}</h2><p class="claim"><strong>Paper:</strong> {_inline(claim)}</p>'
     if key not in cfg:
         return head + '<p class="absent">Not run in this config (it has no <code>' + key + "</code> section).</p></section>"
+    skipped = posteriordb_skip_reason(cfg) if key == "posteriordb" else None
+    if skipped:
+        return head + f'<p class="absent">Skipped: {html.escape(skipped)}.</p></section>'
     figures = Path(cfg["results_dir"]) / "figures"
     if cfg[key].get("tuning", {}).get("grids"):  # what the tuning protocol chose (reports/tuning.py)
         files = [*files, f"tuning_{key}.md"]

@@ -110,3 +110,24 @@ print("heavy:", heavy, file=sys.stderr)
 def test_a_verb_missing_its_experiments_option_names_it(capsys, args, message):
     assert cli.main(args) != 0  # the embedded default config, which has every section
     assert message in capsys.readouterr().err
+
+
+def test_a_skipped_stage_leaves_no_empty_mlflow_experiment(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.delenv("PMD_BENCH_DATA_MIRROR", raising=False)
+    assert cli.main(["init-store"]) == 0  # the embedded default: posteriordb needs a mirror
+    names = {e.name for e in MlflowClient(uri).search_experiments()}
+    assert "pmd-bench/mixture" in names and "pmd-bench/posteriordb" not in names
+
+
+def test_a_wrong_run_command_is_refused_before_jax_is_imported():
+    """The argument checks run before the heavy imports (JAX, MLflow, the methods), so a wrong
+    command answers at once; checked in a fresh interpreter by what it imported, not by a clock."""
+    code = ("import sys\nfrom pmd_bench.workflow.cli import main\n"
+            "assert main(['run', 'mixture', '--method', 'pmd', '--seed', '0', '--out', 'x.npz']) == 2\n"
+            "assert main(['run', 'custom', '--method', 'pmd', '--seed', '0', '--out', 'x.npz']) == 2\n"
+            "print(sorted(m for m in ('jax', 'mlflow', 'pymc') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    assert "run mixture needs --data" in out.stderr and "run custom needs --model" in out.stderr

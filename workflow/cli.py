@@ -485,7 +485,9 @@ def main(argv: list[str] | None = None) -> int:
 
         uri = tracking_uri(cfg["tracking"]["uri"])
         if args.verb == "init-store":
-            init_store(uri, [_experiment_name(cfg, name) for name in EXPERIMENTS])
+            # an MLflow experiment per experiment that runs: none left empty by a skipped stage
+            init_store(uri, [_experiment_name(cfg, name) for name in EXPERIMENTS if name in cfg
+                             and not (name == "posteriordb" and config_mod.posteriordb_skip_reason(cfg))])
             if args.marker:
                 Path(args.marker).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.marker).write_text(uri + "\n")
