@@ -131,3 +131,10 @@ def test_a_wrong_run_command_is_refused_before_jax_is_imported():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
     assert "run mixture needs --data" in out.stderr and "run custom needs --model" in out.stderr
+
+
+def test_a_parameter_reads_alike_in_every_methods_runs():
+    from pmd_bench.workflow.tracking import _flatten
+
+    assert _flatten({"num_passes": 2.0, "lr": 0.5, "method": {"num_passes": 2, "x": True}}) == {
+        "num_passes": 2, "lr": 0.5, "method.num_passes": 2, "method.x": True}

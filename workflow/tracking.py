@@ -103,12 +103,16 @@ class MlflowLogger:
 
 
 def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    """Nested mappings as dotted keys: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; a whole-valued float
+    as its integer (``2.0`` -> ``2``), so one parameter reads alike in every method's runs (MLflow
+    keeps parameters as strings, and a filter ``params.num_passes = '2'`` would miss ``'2.0'``)."""
     out: dict[str, Any] = {}
     for key, value in params.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+            out[name] = int(value)
         else:
             out[name] = value
     return out
