@@ -31,6 +31,7 @@ def _moments(post):
     return np.asarray(post.mean(), np.float64), np.sqrt(np.diag(np.asarray(post.cov(), np.float64)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("passes", [1, 20])
 def test_fullrank_svi_defaults_recover_the_exact_posterior(passes):
     algo = SVI(REG.model, data_size=2000, data=REG.data)
@@ -112,6 +113,7 @@ def test_a_diverging_run_is_an_error_naming_the_step_and_step_size(name):
 # mini-batch noise: the mean of 400 independent draws has a standard error of 1/20 of a posterior
 # sd and the log sd one of 1/sqrt(800) = 0.035. The tolerances, 0.25 sd and 0.2, are five and six
 # of them (the largest errors of the three over seeds 0-4: 0.08 sd and 0.10).
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["npl", "svgd", "npv"])
 def test_npl_svgd_and_npv_defaults_recover_the_exact_posterior(name):
     from pmd_bench.workflow.methods import build

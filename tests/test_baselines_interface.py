@@ -52,6 +52,7 @@ def _assert_same(a, b):
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", GENERIC + MIXTURE)
 def test_interface(name):
     algo, data = _build(name)

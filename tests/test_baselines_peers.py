@@ -56,6 +56,7 @@ def _check_particles(post, conj: Conjugate) -> None:
     np.testing.assert_array_less(np.abs(cov[~np.eye(d, dtype=bool)]), 4 * v / np.sqrt(ess))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", [2, 5])
 def test_tempered_smc_recovers_conjugate_posterior(dim):
     """One step per tempering stage, each reading all N points, until λ = 1; then no-ops."""
@@ -71,6 +72,7 @@ def test_tempered_smc_recovers_conjugate_posterior(dim):
     _check_particles(res.posterior, conj)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", [2, 5])
 def test_data_tempered_smc_recovers_conjugate_posterior(dim):
     """Batches of 10 over 1.2 passes: ten steps of 10 new points, then two no-ops."""
@@ -84,6 +86,7 @@ def test_data_tempered_smc_recovers_conjugate_posterior(dim):
     _check_particles(res.posterior, conj)
 
 
+@pytest.mark.slow
 def test_data_tempered_smc_brings_in_a_batch_the_prior_explains_badly_in_stages():
     """Prior sd 10 in d = 5, batches of 50: each coordinate's first-batch likelihood is about 70
     times narrower than the prior, so the whole batch at once would leave an ESS of about
@@ -151,6 +154,7 @@ def test_data_tempering_adds_each_row_once():
     np.testing.assert_allclose(state.log_weights, loglik - np.logaddexp.reduce(loglik), rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", [2, 5])
 def test_numpyro_svi_recovers_conjugate_posterior(dim):
     conj = _conjugate(dim)

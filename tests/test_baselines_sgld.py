@@ -214,6 +214,7 @@ def test_a_diverged_run_is_an_error_naming_step_and_step_size(cls):
         algo.posterior(res_state)
 
 
+@pytest.mark.slow
 def test_sgld_defaults_on_the_readme_regression():
     """Issue 31: README.md's regression (2,000 rows, σ = 0.5, β ~ N(0, I); Λ's eigenvalues 7,600 to
     8,400) with SGLD at its defaults (300 kept, batches of 20, 2 passes: 200 steps, the last 100

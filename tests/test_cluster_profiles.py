@@ -92,6 +92,7 @@ def paper_jobs(tmp_path_factory):
     return dry_run("slurm", fresh("workflow/config/paper.yaml", tmp_path_factory.mktemp("paper")))
 
 
+@pytest.mark.workflow
 def test_every_paper_job_lists_threads_memory_and_runtime(paper_jobs):
     rules = {name for name, _ in paper_jobs}
     assert {"mixture_run", "logistic_run", "sparse_gp_run", "lda_run", "lda_grid_run"} <= rules
@@ -161,6 +162,7 @@ def test_unknown_names_are_reported():
         resources.dataset_rows(config, "nope")
 
 
+@pytest.mark.workflow
 def test_batched_seeds_are_one_job_per_method_asking_for_every_seed(tmp_path):
     cfg = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
     listings = {batch: dry_run("slurm", fresh("workflow/config/paper.yaml", tmp_path, batch_seeds=batch))

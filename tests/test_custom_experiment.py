@@ -85,6 +85,7 @@ def test_bad_reference_draws_are_refused_naming_the_file(tmp_path, draws, messag
     assert f"{path}: reference_draws()" in str(err.value)
 
 
+@pytest.mark.workflow
 def test_the_files_reference_draws_replace_nuts_and_pmd_reaches_them(tmp_path, monkeypatch):
     """A model file's own exact draws are the reference (no NUTS), in the model's columns; the
     default PMD scored against them by the posteriordb scorer is within the suite's goal."""
@@ -160,6 +161,7 @@ def run_example_verbs(root: Path, config: Path, uri: str) -> None:
                      "--out", str(root / "cost.md"), "--figure", str(root / "cost.png")]) == 0
 
 
+@pytest.mark.workflow
 def test_the_example_model_file_runs_end_to_end(example_run):
     root, uri = example_run
     arrays, meta = load_npz(root / "reference.npz")
@@ -202,6 +204,7 @@ def _dry_run(tmp_path: Path, models: dict, **custom) -> dict[str, int]:
             if line.startswith("custom_") and len(line.split()) == 2}
 
 
+@pytest.mark.workflow
 def test_snakemake_runs_every_method_on_every_named_model(tmp_path):
     methods = len(yaml.safe_load(config_mod.DEFAULT_CONFIG.read_text())["custom"]["methods"])
     jobs = _dry_run(tmp_path, {"a": str(EXAMPLE), "b": {"file": str(EXAMPLE)}, "left_out": None})
@@ -239,6 +242,7 @@ def test_the_agreement_table_pairs_cells_and_counts_verdicts():
         agreement.compare(summary(0.1, 0.2), {"methods": [], "posteriors": {"other": {}}})
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("one_datum", [False, True])
 def test_tuning_a_custom_model_and_running_the_choice(tmp_path, one_datum):
     """``tune custom`` chooses a grid point by held-out LPD on the model's rows and ``run --tuning``

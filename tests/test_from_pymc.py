@@ -50,6 +50,7 @@ def test_import_pmd_does_not_import_pymc():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.slow
 def test_layout_data_and_log_density_match_pymc(converted):
     pm_model, model, data = converted
     assert model.dim == K + 1
@@ -168,6 +169,7 @@ def test_columns_round_trip_with_dependent_bounds():
         np.testing.assert_allclose(model.from_columns(values), theta, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_potentials_split_into_prior_and_per_datum_terms():
     """A potential that reads no data joins the prior; one elementwise in the rows joins each datum's
     likelihood: the total still equals PyMC's own log density, and the prior alone is the free

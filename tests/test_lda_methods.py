@@ -35,6 +35,7 @@ from pmd.structured.lda import StructuredLDAState, log_dirichlet_ratio
 GAP, HELLINGER = 0.05, 0.2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pmd", "pmd_m3", "sgrld"])
 def test_stochastic_methods_recover_the_topics(name):
     c = small_corpus()
@@ -52,6 +53,7 @@ def test_stochastic_methods_recover_the_topics(name):
                                rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_pmd_averaged_counts_keep_the_update_mean_and_cut_its_variance():
     """PMD's topics update from the post-burn-in sweeps' average (``counts="average"``, Mimno et
     al. 2012) against the last sweep (``"sample"``), on 20 documents with ``Φ`` at the true topics
@@ -124,6 +126,7 @@ def test_pmd_dirichlet_ratio_weights_are_f2s_integral():
     np.testing.assert_allclose(np.asarray(new.log_weights), expected, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_smc_reads_each_document_once_and_rejuvenation_helps():
     c = small_corpus()
     d = c.counts.shape[0]

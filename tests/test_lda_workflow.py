@@ -58,6 +58,7 @@ def test_synthetic_tuning_overlay_merges_over_the_standard_and_tuning_configs():
     assert grids["pmd"] == grids["pmd_m4"] == grids["svi"] == grids["sgrld"]
 
 
+@pytest.mark.workflow
 def test_lda_cli_end_to_end(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     store = f"sqlite:///{tmp_path / 'mlruns.db'}"
@@ -118,6 +119,7 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
     assert cli.main(["report", "figure5", "--data", str(corpus), "--runs", *runs, "--out", str(fig5)]) == 2
 
 
+@pytest.mark.workflow
 def test_peer_check_overlay_runs_the_peers_at_its_seeds():
     """lda_peers.yaml over the standard config: one lda_run per peer-check label and seed, and the
     check's table; the overlay keeps its own results folder (the standard run's resolved config is

@@ -65,6 +65,7 @@ def chain():
     return grid, result
 
 
+@pytest.mark.slow
 def test_every_sweep_visits_every_datum(chain):
     _, result = chain
     assert result.visited[-1] == 4100 * 50

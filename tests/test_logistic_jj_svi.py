@@ -38,6 +38,7 @@ def test_lambda_is_continuous_at_zero():
     np.testing.assert_allclose(np.asarray(jj_lambda(xi)), exact, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("iterations", [1, 3, 30])
 def test_full_batch_unit_steps_are_the_closed_form_updates(grid, iterations):
     """With the whole data set as the batch and ρ = 1, every step is one JJ update (float32 vs float64)."""

@@ -59,6 +59,7 @@ def workspace(tmp_path_factory):
     return root, data, cli, env
 
 
+@pytest.mark.workflow
 def test_reference_runs_and_reports(workspace):
     root, data, cli, env = workspace
     reference = root / "results" / "logistic" / "reference.npz"
@@ -92,6 +93,7 @@ def test_reference_runs_and_reports(workspace):
     assert names == {"reference-nuts", "pmd-seed0", "jj_svi-seed0", "pg_gibbs-seed0"}
 
 
+@pytest.mark.workflow
 def test_a_run_without_reference_or_with_unknown_method_fails_clearly(workspace):
     root, data, cli, _ = workspace
     done = cli("run", "logistic", "--method", "pmd", "--seed", "0", "--data", str(data), "--out", str(root / "x.npz"))
@@ -124,6 +126,7 @@ def test_claims_judge_the_goal_and_the_papers_from_the_runs(tmp_path):
     assert table_logistic.claims(reference, runs[:2]) == [text.split("\n")[0]]  # only what it has runs for
 
 
+@pytest.mark.workflow
 def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(workspace):
     # Issue 16 on the logistic experiment. SGLD does not resample, so its batched run equals its
     # per-seed run up to float32 reassociation in the batched kernels (rtol 1e-4); the reference is

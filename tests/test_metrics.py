@@ -32,6 +32,7 @@ def test_tv_of_disjoint_densities_is_one():
     assert float(total_variation(true, shifted.log_density(jnp.asarray(GRID.points)))) == pytest.approx(1.0, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_gaussian_posterior_is_scored_from_its_draws_as_exact_draws_are():
     """The exact posterior as a Gaussian: its own density scores ~0 (``tv_own``), and ``tv`` comes
     from 1500 of its draws by the floor's estimators, so it matches the floor of 1500 exact draws

@@ -135,6 +135,7 @@ def test_the_thresholds_reverse_kl_numbers(case, expected):
     assert errors == pytest.approx(expected, abs=0.002)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data
 def test_the_floor_file_holds_the_verdict(posteriordb_settings, tmp_path):
     from pmd_bench.workflow.experiments.posteriordb import make_floor

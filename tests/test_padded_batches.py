@@ -40,6 +40,7 @@ def _state_after(method, seen: int):
     return state
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moves", [None, DEFAULT_MOVES], ids=["no-moves", "default-moves"])
 @pytest.mark.parametrize("seen, r", [(100, 7), (200, 9), (220, 13)], ids=["first-pass", "straddles", "pass-two"])
 def test_a_padded_batch_is_the_short_batch(moves, seen, r):
@@ -62,6 +63,7 @@ def test_a_padded_batch_is_the_short_batch(moves, seen, r):
         assert bool(pad_info["moved"]) == bool(short_info["moved"])
 
 
+@pytest.mark.slow
 def test_a_run_with_a_tail_compiles_one_step_program_and_ends_where_the_unpadded_run_ends():
     """1.5 passes of N = 205 in batches of 20: 15 full batches and a tail of 8 rows. PMD pads the tail:
     the compilation clock moves at the first window only (the tail is in the last window's

@@ -108,6 +108,7 @@ def run_against_exact_iterate(strategy, dim, seed):
     return post, mean, var
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", [2, 10])
 def test_particles_match_exact_mirror_descent_iterate(dim):
     post, mean, var = run_against_exact_iterate("particles", dim, seed=1)
@@ -122,6 +123,7 @@ def test_particles_match_exact_mirror_descent_iterate(dim):
     assert np.max(np.abs(off)) < var_tol * var
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", [2, 10])
 @pytest.mark.parametrize("strategy", ["kde", "hybrid"])
 def test_kde_strategies_match_exact_mirror_descent_iterate(strategy, dim):
@@ -139,6 +141,7 @@ def test_kde_strategies_match_exact_mirror_descent_iterate(strategy, dim):
     assert -4 * se < shortfall < VARIANCE_SHORTFALL + 4 * se, f"variance off by {-shortfall:+.2f}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["particles", "hybrid"])
 def test_reaches_closed_form_posterior(strategy):
     """With γ_t = 1/t the iterate after the data is the posterior itself (up to the tempering
@@ -179,6 +182,7 @@ ROBUST_SHORTFALL = 0.25
 ROBUST_REPLICATES = 8  # fewer than the paper variant's 12: each run covers two passes (CI time)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", [2, 10])
 def test_robust_default_reaches_closed_form_posterior(dim):
     """``PMD(model, N, m)`` with its defaults, two passes: unbiased mean (pooled t over 8 seeds
@@ -240,6 +244,7 @@ def run_in_order(algo, x, order_seed, key, checkpoints, batch):
     return out, {k: np.array([i[k] for i in infos]) for k in infos[0]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, batch", [(210, 20), (25, 10), (7, 10)])
 def test_robust_weights_after_any_rows_are_theorem5s(n, batch):
     """Weighted prior particles (``strategy="particles"``: no redraws, so no Monte Carlo error) after
@@ -264,6 +269,7 @@ def test_robust_weights_after_any_rows_are_theorem5s(n, batch):
                                    err_msg=f"after {len(visits)} rows")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moves", [False, True])
 def test_robust_default_at_straddling_batches_is_theorem5s_iterate(moves):
     """``PMD(model, N, m)`` (``data=x``: with ``DEFAULT_MOVES``) at N = 210, B = 20, d = 2, m = 2000,
@@ -297,6 +303,7 @@ def test_robust_default_at_straddling_batches_is_theorem5s_iterate(moves):
         assert np.max(np.abs(t)) < 4, f"after {steps * batch} rows the mean is off: t = {t}"
 
 
+@pytest.mark.slow
 def test_pass_two_move_happens_when_the_batch_does_not_divide_the_data():
     """N = 25, B = 10, two passes (5 steps, 50 rows): the default moves run after step 2 (first
     pass), within step 3 at the end of pass 1 (25 rows, the batch's last 5 rows then taken as a

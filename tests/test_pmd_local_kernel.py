@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from pmd.bandwidth import weighted_cov
 from pmd.local_kernel import LocalShrinkage
@@ -20,6 +21,7 @@ def mixture_moments(kernel, log_w):
     return mean, (centred * w[:, None]).T @ centred + np.einsum("i,ijk->jk", w, h)
 
 
+@pytest.mark.slow
 def test_one_mode_is_one_cluster_with_the_clouds_moments():
     """A correlated Gaussian cloud: k-means cuts it, the merge (Ashman's D < 4) joins it again, and
     the Liu-West mixture has exactly the weighted mean and covariance of the particles (float32)."""
@@ -34,6 +36,7 @@ def test_one_mode_is_one_cluster_with_the_clouds_moments():
     np.testing.assert_allclose(cov, np.asarray(weighted_cov(positions, log_w)), rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_two_modes_keep_their_own_kernels():
     """Two blobs 8 sd apart: two clusters along the blobs; each kernel is as narrow as its blob
     (not as wide as the gap), and each cluster keeps its blob's mean and covariance up to the
@@ -55,6 +58,7 @@ def test_two_modes_keep_their_own_kernels():
         assert np.max(np.diag(h @ h.T)) < 0.25, "the kernel spans the gap between the modes"
 
 
+@pytest.mark.slow
 def test_fixed_h2_keeps_the_moments_with_the_kernel_it_names():
     """``h2`` fixes every cluster's ``h_c²``: the kernel covariance is ``h2 · Σ`` (up to the pooling,
     here one cluster: none), the centres are shrunk by ``sqrt(1 - h2)`` towards the mean, and the

@@ -40,6 +40,7 @@ DEFAULT_CASES = {
 RUNS = 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(DEFAULT_CASES))
 def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     """``PMD(model, N, m)`` with its defaults (the robust variant), batch 10, two passes, seeds 0-3:
@@ -81,6 +82,7 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
     assert np.mean(tvs) < tv_factor * exact, (tvs, exact)
 
 
+@pytest.mark.slow
 def test_default_moves_restore_the_modes_masses(problem):
     """One round of ``DEFAULT_MOVES`` (resample, 5 MALA moves, then 2 independence sweeps) on the
     full posterior, from 1000 exact draws weighted so that the mode θ1 > 0 holds 0.8 of the mass (exact: 0.5406), four rounds (keys 0-3): the mean mass after them lies within 0.06 of
@@ -109,6 +111,7 @@ def test_default_moves_restore_the_modes_masses(problem):
     assert np.mean(masses(NO_SWEEPS)) - exact_right > 0.15  # MALA alone keeps the 0.8 it was given
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_both_modes_kept_and_tv_falls(problem, seed):
     """Paper variant: weighted particles of the hybrid (KDE redraws when the ESS halves) keep both modes.

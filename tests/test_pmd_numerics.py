@@ -11,6 +11,7 @@ from pmd.models.conjugate import ConjugateGaussian
 N = 10**6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["robust", "paper"])
 @pytest.mark.parametrize("strategy", ["particles", "kde", "hybrid"])
 def test_weights_stay_finite_for_a_million_points(strategy, variant):
@@ -70,6 +71,7 @@ def test_kde_density_does_not_depend_on_where_the_cloud_sits(offset):
     np.testing.assert_allclose(far, at_origin, atol=5e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["robust", "paper"])
 def test_particles_of_zero_likelihood_get_zero_weight(variant):
     """A likelihood that is zero on half the prior (``-inf`` for θ ≤ 0, as posteriordb's ARMA

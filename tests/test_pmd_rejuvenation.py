@@ -20,6 +20,7 @@ from pmd.rejuvenation import (DEFAULT_MOVES, LogTarget, MALAMoves, hessian_root,
 from pmd_bench.workflow.reference import laplace_approximation
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precondition", ["cloud", "hessian"])
 def test_moves_keep_exact_posterior_draws_exact(precondition):
     """10 moves of 4000 exact draws of a 10-d conjugate posterior: mean within 4 standard errors
@@ -46,6 +47,7 @@ def test_moves_keep_exact_posterior_draws_exact(precondition):
     np.testing.assert_allclose(np.asarray(logp), np.asarray(direct), rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [2, 8])
 def test_moves_are_invariant_for_small_populations(m):
     """Five Hessian-preconditioned moves of ``m`` exact draws of a 2-d conjugate posterior, 25,000
@@ -74,6 +76,7 @@ def test_moves_are_invariant_for_small_populations(m):
     assert abs(ratio - 1) < 4 * se, f"variance ratio {ratio:.4f} (s.e. {se:.4f})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [7, 8])
 def test_independence_sweeps_are_invariant_for_small_populations(m):
     """Two independence sweeps (:func:`pmd.rejuvenation.independence_sweeps`) of ``m`` exact draws
@@ -106,6 +109,7 @@ def test_independence_sweeps_are_invariant_for_small_populations(m):
     assert float(jnp.mean(rate)) > 0.2, float(jnp.mean(rate))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ordered", [True, False])
 @pytest.mark.parametrize("count", [1, 8, 16, 21, 37])
 def test_log_target_over_the_first_rows_of_an_order(count, ordered):
@@ -189,6 +193,7 @@ def linear_regression_with_unknown_scale(n: int = 200, seed: int = 0):
     return model, data, mode, cov
 
 
+@pytest.mark.slow
 def test_hessian_moves_re_expand_a_collapsed_cloud_where_the_hessian_is_indefinite():
     """A cloud collapsed to 10⁻³ posterior sd at a point 20 sd off the mode along ``β``'s widest
     direction, ``log σ`` at the mode: there ``‖X δ‖² > ‖y - X β̂‖²`` and minus the Hessian of
@@ -241,6 +246,7 @@ def assert_unbiased_over_replicates(errors: list, variance: list) -> None:
     assert abs(np.mean(variance)) < 4 * se + 0.05, f"variance off by {np.mean(variance):+.3f}"
 
 
+@pytest.mark.slow
 def test_moves_remove_the_robust_variants_variance_shortfall():
     """d = 10, two passes, m = 1000, 5 moves at each pass end: the variance is the posterior's within
     4 replicate standard errors plus 0.05 (the moves' own mixing from a start 18% too narrow;
@@ -260,6 +266,7 @@ def test_moves_remove_the_robust_variants_variance_shortfall():
     assert_unbiased_over_replicates(errors, variance)
 
 
+@pytest.mark.slow
 def test_doubling_moves_only_at_the_end_of_passes_1_2_4_8():
     """A one-datum posterior ends a pass at every step: ``at="doubling"`` moves at steps 1, 2, 4,
     8, 16 of 20 (not all 20), each counting ``steps + 1`` full reads, and still ends at the exact
@@ -280,6 +287,7 @@ def test_doubling_moves_only_at_the_end_of_passes_1_2_4_8():
     assert np.max(np.abs(np.diag(np.asarray(post.cov())) / np.diag(cov) - 1)) < 4 * np.sqrt(2 / m)
 
 
+@pytest.mark.slow
 def test_first_pass_moves_follow_the_partial_posterior_of_the_rows_seen():
     """Half a first pass (d = 10, 1000 rows, batch 25, m = 1000, 4 repetitions): 5
     Hessian-preconditioned moves after steps 2, 4, 8 and 16, each reading the rows seen so far
@@ -304,6 +312,7 @@ def test_first_pass_moves_follow_the_partial_posterior_of_the_rows_seen():
     assert_unbiased_over_replicates(errors, variance)
 
 
+@pytest.mark.slow
 def test_the_default_given_data_moves_and_reaches_the_posterior():
     """``PMD(model, N, m, data=x)`` is the robust variant with ``DEFAULT_MOVES``: d = 10, 500 rows,
     batch 25, m = 1000, two passes, 4 repetitions. It moves after steps 2, 4, 8 and 16 of the first

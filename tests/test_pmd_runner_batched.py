@@ -52,6 +52,7 @@ BUILDERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_batched_steps_equal_the_per_seed_steps(name):
     method = BUILDERS[name]()
@@ -77,6 +78,7 @@ def test_batched_runs_check_their_arguments():
         pmd.run_batched(method, DATA[:50], KEYS[:1], batch_size=10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pmd", "sgld", "smc"])
 def test_batched_steps_with_a_short_last_batch_equal_the_per_seed_steps(name):
     """50 rows in batches of 15: three full batches and a tail of 5 rows, which PMD's robust variant

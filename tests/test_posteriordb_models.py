@@ -186,6 +186,7 @@ def test_constrain_inverts_unconstrain(name, posterior):
     assert np.all(np.abs(back - x) <= 1e-6 * np.abs(x).max(axis=0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", POSTERIORS)
 def test_sample_prior_draws_from_log_prior(name, posterior):
     """The Stein identities of the prior on ``PRIOR_DRAWS`` i.i.d. draws of ``sample_prior``: a

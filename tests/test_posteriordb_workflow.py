@@ -71,6 +71,7 @@ def _run_file(root: Path, method: str) -> Path:
     return root / "results" / "posteriordb" / "runs" / POSTERIOR / method / "seed0.npz"
 
 
+@pytest.mark.workflow
 @pytest.mark.needs_data
 def test_runs_floor_and_report(workspace):
     root, _, uri, run_cli = workspace
@@ -173,6 +174,7 @@ def test_snakemake_skips_the_experiment_without_a_mirror(tmp_path):
     assert "posteriordb_" not in done.stdout + done.stderr
 
 
+@pytest.mark.workflow
 def test_the_table_asked_for_without_a_mirror_fails_with_the_reason(tmp_path):
     """No offline mirror: the experiment is left out of the default targets, and asking for its table
     by name fails with why (rule posteriordb_unavailable), not Snakemake's "no rule to produce"."""

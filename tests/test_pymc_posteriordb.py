@@ -64,6 +64,7 @@ def spread(draws: np.ndarray) -> np.ndarray:
     return draws[:, ::step][:, :DRAWS_PER_CHAIN].reshape(-1, *draws.shape[2:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("short", POSTERIORS)
 def test_log_density_matches_the_jax_posterior(short, posteriordb_settings, monkeypatch):
     # The file reads its data with resolve_settings(): point it at the fixture's mirror and data directory.

@@ -112,6 +112,7 @@ def _check_parse(block: int, index: int, command: str) -> None:
             assert made or exists, f"README command {command!r}: --{name} {value} neither exists nor is written before"
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("block,index,command", COMMANDS, ids=[f"block{b}-{i}" for b, i, _ in COMMANDS])
 def test_readme_command_runs_as_written(block, index, command):
     rule = rule_of(command)

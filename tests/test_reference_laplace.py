@@ -40,6 +40,7 @@ def test_laplace_refuses_a_density_without_a_mode():
         laplace_approximation(lambda t: jnp.sum(t ** 2), np.ones(2))
 
 
+@pytest.mark.slow
 def test_nuts_with_the_laplace_metric_reaches_the_exact_posterior_where_laplace_does_not():
     """Four chains x 1000 draws pass the gate (R-hat <= 1.01, ESS >= 400). Tolerances: with a
     bulk ESS of 2,000 or more (checked) the Monte Carlo sd of a mean is at most 0.022 posterior sd

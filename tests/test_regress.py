@@ -130,6 +130,7 @@ def test_an_unknown_prefix_is_an_error(tmp_path, capsys):
     assert code == 2 and "--only mixtures selects none" in out
 
 
+@pytest.mark.slow
 @needs_baseline
 def test_broken_pmd_update_fails(tmp_path, capsys):
     _rate(tmp_path, BROKEN)
@@ -138,6 +139,7 @@ def test_broken_pmd_update_fails(tmp_path, capsys):
     assert "| rate/pmd/rmse_m100 | rate.json |" in out and "| OUT |" in out
 
 
+@pytest.mark.slow
 @needs_baseline
 def test_a_change_of_seed_passes(tmp_path, capsys):
     _rate(tmp_path, RESEEDED)

@@ -22,6 +22,7 @@ def run_script(name: str, out: Path, *args: str) -> tuple[dict, str]:
     return json.loads(out.read_text()), out.with_suffix(".md").read_text()
 
 
+@pytest.mark.workflow
 def test_pmd_step_benchmark_writes_its_table(tmp_path):
     report, table = run_script("bench_pmd_step.py", tmp_path / "pmd_step.json",
                                "--particles", "64", "--dim", "4", "--batch", "8", "--repeats", "3")
@@ -52,6 +53,7 @@ def test_sgld_benchmark_writes_its_table(tmp_path):
     assert f"**{report['ratio_fastest']:.2f}**" in table
 
 
+@pytest.mark.workflow
 def test_batched_logistic_benchmark_writes_its_table(tmp_path):
     report, table = run_script("bench_batched_logistic.py", tmp_path / "batched_logistic.json",
                                "--methods", "smc", "--seeds", "2", "--rows", "400", "--passes", "1")
@@ -62,6 +64,7 @@ def test_batched_logistic_benchmark_writes_its_table(tmp_path):
 
 
 
+@pytest.mark.workflow
 def test_batched_logistic_benchmark_times_a_method_with_a_burn_in(tmp_path):
     # paper.yaml's SGLD keeps draws after burn_in=1000 steps: the 2-step compile-time run must still
     # keep one (the runner refuses a run that retains none; this failed before the benchmark set it to 1)
@@ -71,6 +74,7 @@ def test_batched_logistic_benchmark_times_a_method_with_a_burn_in(tmp_path):
     assert row["steps"] == 1040 and row["sequential"]["ms_per_step"] > 0
 
 
+@pytest.mark.workflow
 def test_sparse_gp_cost_benchmark_writes_its_table(tmp_path):
     report, table = run_script("bench_sparse_gp_cost.py", tmp_path / "sparse_gp_cost.json",
                                "--rows", "600", "--dim", "3", "--inducing", "8", "--batch", "16", "--steps", "2",
@@ -81,6 +85,7 @@ def test_sparse_gp_cost_benchmark_writes_its_table(tmp_path):
     assert f"**{report['svi_over_gpjax']:.2f}×**" in table
 
 
+@pytest.mark.workflow
 def test_inducing_moves_benchmark_writes_its_table(tmp_path):
     report, table = run_script("bench_inducing_moves.py", tmp_path / "inducing_moves.json",
                                "--rows", "700", "--dim", "3", "--inducing", "16", "--block", "2", "--chunk-rows", "256",
@@ -90,6 +95,7 @@ def test_inducing_moves_benchmark_writes_its_table(tmp_path):
     assert f"**{report['update_over_fresh']:.3f}×**" in table and "700 rows, d = 3, M = 16" in table
 
 
+@pytest.mark.workflow
 def test_pmd_profile_writes_its_table(tmp_path):
     # the script broke when the default moves gained the independence sweeps (their kernel= was missing)
     # --xla-flags reach XLA before JAX starts its backend: the dump of one small program appears

@@ -41,6 +41,7 @@ def test_run_refuses_bad_input_before_any_step(conj, case):
         pmd.run(args["method"], args["data"], args["key"], batch_size=args["batch_size"])
 
 
+@pytest.mark.slow
 def test_run_batched_takes_an_array_of_keys(conj):
     """``jax.random.split(key, 2)`` is how users make keys: it is accepted as a list of keys is."""
     method = pmd.PMD(conj.model, 200, 50)

@@ -73,6 +73,7 @@ METHODS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_run_does_not_capture_the_data(name, constants_are_errors):
     model, data = _problem()
@@ -80,6 +81,7 @@ def test_run_does_not_capture_the_data(name, constants_are_errors):
     assert result.num_steps == ROWS // 512
 
 
+@pytest.mark.slow
 def test_run_batched_does_not_capture_the_data(constants_are_errors):
     model, data = _problem()
     results = run_batched(METHODS["pmd"](model, data), data, [jax.random.key(0), jax.random.key(1)],
@@ -97,6 +99,7 @@ LOGISTIC_FULL_DATA = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(LOGISTIC_FULL_DATA))
 def test_full_data_methods_take_the_data_as_an_argument(name):
     rng = np.random.default_rng(0)

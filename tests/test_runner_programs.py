@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import pytest
 
 import pmd
 from pmd.models.conjugate import ConjugateGaussian
@@ -14,6 +15,7 @@ PROB = ConjugateGaussian(dim=2)
 _, DATA = PROB.simulate(seed=0, n=200)
 
 
+@pytest.mark.slow
 def test_a_short_last_window_reuses_the_program_and_changes_no_iterate():
     """20 steps evaluated every 7 (windows of 7, 7 and 6): the compilation clock moves once (a second
     window length was a second program), it is part of the stepping clock, and the final particles
@@ -30,6 +32,7 @@ def test_a_short_last_window_reuses_the_program_and_changes_no_iterate():
     np.testing.assert_allclose(windows.state.log_weights, whole.state.log_weights, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_the_init_is_on_both_clocks_and_its_compilation_is_counted_once():
     """The runner times the method's init (a jitted program for PMD) in the stepping clock and what
     it compiles in the compilation clock, from the first evaluation on: on a new object the init
@@ -43,6 +46,7 @@ def test_the_init_is_on_both_clocks_and_its_compilation_is_counted_once():
     assert again.curves["compile_time"][0] == 0 < again.init_seconds == again.curves["wall_time"][0]
 
 
+@pytest.mark.slow
 def test_a_second_run_of_the_same_object_compiles_nothing():
     """Compile once per model and shape (issue 35): the step programs stay with the method object, so
     its second run (another key) compiles nothing and ends where a new object's run with that key

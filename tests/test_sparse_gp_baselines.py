@@ -23,6 +23,7 @@ def _rows_of(data, inputs):
     return np.asarray(data["y"])[idx]
 
 
+@pytest.mark.slow
 def test_sod_is_the_exact_gp_on_its_subset():
     """SoD is the model's exact posterior with Z = X_s given (X_s, y_s), i.e. Titsias' predictive
     there (float64 round-off: 1e-7), and so the exact GP on the subset up to the jitter ε = 1e-6
@@ -43,6 +44,7 @@ def test_sod_is_the_exact_gp_on_its_subset():
     np.testing.assert_allclose(np.asarray(got_var), exact_var, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_svi_gp_harmonic_pass_is_titsias():
     """ρ_t = 1/t over one pass: Hensman's natural-gradient iterate is exactly Titsias' q(u) for its
     Z (float64 round-off: 1e-7); its Z are M distinct training inputs; Hensman's bound on the full
@@ -61,6 +63,7 @@ def test_svi_gp_harmonic_pass_is_titsias():
     assert float(method.elbo(result.state, full)) > float(method.elbo(method.init(jax.random.key(1)), full))
 
 
+@pytest.mark.slow
 def test_smc_gp_starts_at_the_sod_posterior_and_reads_one_pass():
     """2,000 particles drawn from the SoD posterior: their mean predictive at the test inputs is the
     SoD mean within 5 Monte Carlo standard errors (sd of the particles' predictions / sqrt(4000))."""
@@ -115,6 +118,7 @@ def test_bad_configuration_names_the_field():
         GPJaxSVGPLearned(model, 256, data=data, learning_rate=0.0)
 
 
+@pytest.mark.slow
 def test_gpjax_svgp_is_our_svi_gp():
     """GPJax's whitened SVGP with natural gradients, same kernel, noise, Z draw (same key) and step
     sizes, lands on the same q(u) as our SVI-GP after one pass of H.3's steps: the two compute the
@@ -131,6 +135,7 @@ def test_gpjax_svgp_is_our_svi_gp():
     assert np.all(np.isfinite(theirs.info["elbo"]))
 
 
+@pytest.mark.slow
 def test_gpjax_collapsed_sparse_gp_is_our_titsias_posterior():
     """GPJax's CollapsedVariationalGaussian for the same Z: its collapsed bound is our Titsias bound
     and its predictive our Titsias predictive (float64 round-off, 1e-9), except that GPJax adds its
@@ -147,6 +152,7 @@ def test_gpjax_collapsed_sparse_gp_is_our_titsias_posterior():
     np.testing.assert_allclose(np.asarray(var).ravel() - model.jitter * model.variance, ours_var, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_gpjax_svgp_learned_at_a_vanishing_learning_rate_is_the_fixed_row():
     """With Adam's learning rate at 1e-12 the learned row moves Z and the hyperparameters by about
     1e-12 (Adam's step is about its learning rate whatever the gradient), so with the same key it
@@ -202,6 +208,7 @@ def poor_start():
     return runs, data, (x[512:], f[512:])
 
 
+@pytest.mark.slow
 def test_gpjax_svgp_learned_beats_the_fixed_row_from_a_poor_start(poor_start):
     """Both rows are scored by Hensman's full-data bound at the hyperparameters each ends with (a
     lower bound on log p(y | θ) at that θ) and by the RMSE of the predictive mean to the held-out

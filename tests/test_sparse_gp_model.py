@@ -86,6 +86,7 @@ def test_titsias_posterior_in_row_slices_is_the_whole_kernels():
         titsias_posterior(model, z, data["x"], data["y"], chunk_rows=0)
 
 
+@pytest.mark.slow
 def test_hensman_bound_peaks_at_titsias_q():
     """Hensman's bound at Titsias' optimal q(u) equals the collapsed bound (Titsias 2009), and any
     other q scores lower: an identity, so the tolerance is float64 round-off."""

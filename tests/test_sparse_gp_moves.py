@@ -33,6 +33,7 @@ def _one_inducing_problem():
     return model, {"x": x, "y": y}
 
 
+@pytest.mark.slow
 def test_moves_leave_the_posterior_of_one_inducing_input_invariant():
     """16,000 independent exact draws of ``p(z|y) ∝ p(y|z)`` (quadrature: the DTC evidence on 4,001
     grid points, inverse CDF) each take 20 Metropolis-Hastings steps; the draws must still follow
@@ -58,6 +59,7 @@ def test_moves_leave_the_posterior_of_one_inducing_input_invariant():
     assert ks < 1.95 / np.sqrt(n)
 
 
+@pytest.mark.slow
 def test_block_replacements_keep_the_kernel_statistics_and_evidence_exact():
     """A chain of 30 proposals replacing 3 of 12 inducing inputs (3-d inputs, 301 rows in slices of
     64, so the last slice is padded), every other one accepted, updates only the changed columns of
@@ -97,6 +99,7 @@ def test_block_replacements_keep_the_kernel_statistics_and_evidence_exact():
     assert log_ev == pytest.approx(dtc_log_evidence(model, np.asarray(z), x, y), rel=1e-10)
 
 
+@pytest.mark.slow
 def test_a_chain_of_moves_ends_on_its_z_s_own_evidence_and_posterior():
     """``InducingMoves.move`` carries the statistics through its steps instead of recomputing them:
     what it returns for its final ``Z`` (evidence, whitening factor, natural parameters of
@@ -116,6 +119,7 @@ def test_a_chain_of_moves_ends_on_its_z_s_own_evidence_and_posterior():
                                    atol=1e-9 * float(jnp.max(jnp.abs(want))))
 
 
+@pytest.mark.slow
 def test_a_round_of_moves_holds_one_kernel_against_the_data_not_two():
     """A round's compiled program (:meth:`StructuredPMDGP.move`, each chain building and keeping its
     ``N × M`` kernel) needs one kernel's worth of temporaries, plus slices. XLA's memory analysis of
@@ -135,6 +139,7 @@ def test_a_round_of_moves_holds_one_kernel_against_the_data_not_two():
     assert memory.temp_size_in_bytes / (n * m * 8) < 1.5
 
 
+@pytest.mark.slow
 def test_chains_of_one_ancestor_share_its_product_and_the_round_is_unchanged():
     """A round runs its chains in the order of their ancestors and takes ``Φ = K_mn K_nm`` from the
     previous chain where both were resampled from the same particle. Here the weights sit on 2 of 6
@@ -160,6 +165,7 @@ def test_chains_of_one_ancestor_share_its_product_and_the_round_is_unchanged():
     np.testing.assert_allclose(np.asarray(moved.base), -np.asarray(alone[1] - jnp.max(alone[1])), atol=1e-7)
 
 
+@pytest.mark.slow
 def test_a_move_gives_titsias_q_u_and_a_harmonic_pass_keeps_the_weights_uniform():
     """After a round of moves every particle's predictive is Titsias' for its new ``Z`` (float64
     round-off: 1e-7 on values O(1)) with equal weights. One more pass of F.1's steps with
@@ -193,6 +199,7 @@ def test_a_move_gives_titsias_q_u_and_a_harmonic_pass_keeps_the_weights_uniform(
     check(state)
 
 
+@pytest.mark.slow
 def test_moving_particles_keep_several_inducing_sets_and_end_no_worse_than_fixed_ones():
     """H.3.1's function, 512 rows, M = 6 (few enough that where the inducing inputs sit matters),
     8 particles, 2 passes of γ_t = 1/t, on four seeds. F.1's particles end with ESS ≈ 1; the moving

@@ -58,6 +58,7 @@ def workspace(tmp_path_factory):
     return root, cli_in_subprocess(config, calls, root)
 
 
+@pytest.mark.workflow
 def test_standin_noise_is_the_models(workspace):
     """y - f on the stand-in is the model's noise: its sd within 4 standard errors of sqrt(0.01)
     (the sample sd of 360 normals has standard error σ/sqrt(2·360))."""

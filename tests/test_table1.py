@@ -3,6 +3,7 @@ probe, the memory measurement and the table's assembly of claims and measurement
 
 import json
 
+import pytest
 import yaml
 
 from pmd_bench.reports import table1 as table1_report
@@ -10,6 +11,7 @@ from pmd_bench.workflow.config import DEFAULT_CONFIG
 from pmd_bench.workflow.experiments import black_box, table1
 
 
+@pytest.mark.workflow
 def test_black_box_probe_runs_generic_methods_on_pmd_models_only():
     problems = black_box.probe_problems()
     model, data = problems["logistic"]
@@ -26,6 +28,7 @@ def test_black_box_settings_come_from_the_configs():
     assert "tomotopy_gibbs" not in seen  # a peer library, not a registry method
 
 
+@pytest.mark.workflow
 def test_pmd_state_is_linear_in_m_and_kde_step_memory_quadratic():
     """Table 1's O(dm) memory for PMD's state, exactly (bytes of the state's arrays); the KDE step's
     peak memory grows faster than m (its m × m kernel matrix), which the paper's O(dm) leaves out."""

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bench_helpers import BENCHMARKS, load_benchmark
 from pmd_bench.workflow.results import save_npz
@@ -40,6 +41,7 @@ def test_compare_measures_shape_and_offset():
     assert abs(shifted["mean_error"] - 3.0) < 0.05
 
 
+@pytest.mark.slow
 def test_script_writes_its_rows(tmp_path):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(400, 3)).astype(np.float32)

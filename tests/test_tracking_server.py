@@ -33,6 +33,7 @@ def server(tmp_path):
         yield url
 
 
+@pytest.mark.workflow
 def test_runs_logged_through_a_server_read_back(server, tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server)
     invocation = tmp_path / "logs" / "workflow-runs" / "test-invocation"
@@ -91,6 +92,7 @@ with tracked_run(sys.argv[1], "pmd-bench/conjugate", "sleeper", {"seed": 0}):
 """
 
 
+@pytest.mark.workflow
 def test_sigterm_ends_the_run_killed(tmp_path):
     """SIGTERM in the body of a tracked run (what ``scancel`` sends first) ends the MLflow run KILLED
     and the process with 143; without the handler the run stayed RUNNING."""

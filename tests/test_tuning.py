@@ -42,6 +42,7 @@ def test_heldout_lpd_of_a_gaussian_is_its_predictive_density():
     assert lpd == pytest.approx(exact, abs=1e-3)
 
 
+@pytest.mark.workflow
 def test_tuning_picks_the_working_step_size_and_records_its_cost():
     """SVI from the prior start on the conjugate model, 3 passes: a learning rate of 1e-5 leaves it
     at the prior (a poor predictive), 0.05 converges, 1e4 diverges (no finite LPD: -inf, error kept).
@@ -64,6 +65,7 @@ def test_tuning_picks_the_working_step_size_and_records_its_cost():
     assert "every score was -inf" in failed["not_tuned"] and len(failed["points"]) == 2  # the evidence is kept
 
 
+@pytest.mark.workflow
 def test_a_point_is_built_once_and_its_start_counted_once():
     """Every tuning seed of a point runs the same method object, so its programs compile once
     (pmd.runner.compiled_programs) and SVI's Laplace start, computed when it is built, is done once and
@@ -99,6 +101,7 @@ def log_evidence(conj: Conjugate) -> float:
     return float(sum(stats.multivariate_normal(np.full(n, p.prior_mean), cov).logpdf(x[:, j]) for j in range(x.shape[1])))
 
 
+@pytest.mark.workflow
 def test_the_elbo_is_the_evidence_less_the_kl_divergence():
     """``ELBO(q) = log p(x) − KL(q ‖ p(θ|x))`` (Blei et al. 2017, eq. 13). At the exact posterior every
     draw's ``log p(x, θ) − log q(θ)`` is ``log p(x)``: equal to float32 rounding on sums of 100 rows
@@ -115,6 +118,7 @@ def test_the_elbo_is_the_evidence_less_the_kl_divergence():
         tuning.elbo(ParticlePosterior.equally_weighted(jnp.zeros((3, 2))), conj.model, conj.data, jax.random.key(0), 3)
 
 
+@pytest.mark.workflow
 def test_a_method_that_maximises_the_elbo_is_tuned_by_it_on_all_its_data():
     """SVI, NumPyro's SVI and NPV declare that they maximise the ELBO, PMD and SGLD do not. Tuned by the
     ELBO on the conjugate model, SVI from the prior start chooses the rate that converges (as by the
@@ -140,6 +144,7 @@ def test_a_method_that_maximises_the_elbo_is_tuned_by_it_on_all_its_data():
     assert out["evals"] >= 2 * 2 * 3 * 200 * 4  # the two finite points' runs: 3 passes of 200 rows, 4 draws each
 
 
+@pytest.mark.workflow
 def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
     """``pmd-bench tune mixture`` on a grid from the config writes the JSON and an MLflow run
     ``tune-svi``; ``run --tuning`` runs the chosen settings and records the tuning in the result."""
@@ -175,6 +180,7 @@ def test_tune_and_run_the_choice_through_the_cli(tmp_path, monkeypatch):
     assert run.data.params["chosen.learning_rate"] == "0.05" and run.data.metrics["tuning_seconds"] > 0
 
 
+@pytest.mark.workflow
 def test_tuning_overlay_tunes_each_gridded_label_and_runs_it_beside_its_default():
     """workflow/config/tuning.yaml over the default: one `tune` job per gridded label of the mixture,
     logistic and LDA experiments (of the sparse GP: per label and problem), and one tuned run per

@@ -72,6 +72,7 @@ def lda_config(tmp_path, monkeypatch):
     return config, corpus
 
 
+@pytest.mark.workflow
 def test_lda_tuning_chooses_by_validation_documents_and_the_run_records_it(lda_config, tmp_path):
     """PMD's step size 1.0 beats 1e-4 on the validation documents; the tuned run records the choice,
     the table shows it beside the default row, and replacing the corpus's held-out documents leaves

@@ -95,6 +95,7 @@ def test_jaakkola_jordan_svi_counts_each_datum_bound_once():
     np.testing.assert_array_equal(grads, 0)
 
 
+@pytest.mark.slow
 def test_gibbs_samplers_count_every_datum_of_every_sweep():
     """``N`` a sweep, whatever the batch (one sweep a step)."""
     mixture = WellingTehMixture()
@@ -117,6 +118,7 @@ def hmc_bounds(moves: np.ndarray, m: int, num_mcmc_steps: int) -> tuple[np.ndarr
     return low, N * m * (1 + num_mcmc_steps * MAX_INTEGRATION_STEPS) * moves
 
 
+@pytest.mark.slow
 def test_tempered_smc_counts_its_weights_and_moves_on_all_rows():
     """A stage: ``2·N·m`` evaluations of the weights plus the move's ``N·(m + Σ L)`` gradients,
     ``Σ L`` adapted (bounded), the first stage also the start's ``N·m`` (one round of prior draws:
@@ -150,6 +152,7 @@ def test_data_tempered_smc_counts_new_rows_and_full_data_moves():
     np.testing.assert_allclose(evals - grads, m * B * (reading + moves) + 2 * N * m * moves, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_peer_svgd_and_numpyro_svi_count_one_gradient_per_particle_and_row():
     m = 4
     for method in (BlackJAXSVGD(CONJ.model, N, m), NumPyroSVI(CONJ.model, N, m)):
@@ -158,6 +161,7 @@ def test_peer_svgd_and_numpyro_svi_count_one_gradient_per_particle_and_row():
         np.testing.assert_array_equal(grads, B * m)
 
 
+@pytest.mark.slow
 def test_sparse_gp_methods_count_each_row_per_particle():
     """Closed-form steps: ``B·l`` (structured PMD), ``B`` (SVI), ``s`` once (SoD), ``B·m`` while
     one-pass SMC reads; no gradients."""
@@ -174,6 +178,7 @@ def test_sparse_gp_methods_count_each_row_per_particle():
             np.testing.assert_array_equal(grads, 0)
 
 
+@pytest.mark.slow
 def test_gpjax_svgp_counts_its_differentiated_batch_elbos():
     """GPJax's natural-gradient step differentiates the batch ELBO once (``B`` values and
     gradients); the learned row's Adam step once more (``2B`` of each)."""
@@ -193,6 +198,7 @@ def corpus() -> dict:
     return {name: a[:N] for name, a in small_corpus().train.items()}
 
 
+@pytest.mark.slow
 def test_lda_methods_count_passes_over_each_document(corpus):
     """One pass over a document's tokens at one topic matrix is one evaluation: structured PMD
     ``B·m·(S + 2)`` (``B·m·(S + 1)`` with F.2's closed-form weights, which read no token); SGRLD ``B·(S + 1)`` and ``B`` gradients; online VB ``B·(r + 1)``, ``r`` the
@@ -222,6 +228,7 @@ def test_online_vb_rounds_stop_at_convergence(corpus):
     assert np.all((2 * B <= evals) & (evals <= B * 51)) and evals.min() < B * 51
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["sgld", "parallel_sgld", "npl", "svgd"])
 def test_gradient_methods_count_the_batch_at_every_point(name):
     """SGLD: the batch's gradient at its one state; parallel SGLD, NPL and SVGD at each of their
@@ -239,6 +246,7 @@ def test_gradient_methods_count_the_batch_at_every_point(name):
     np.testing.assert_array_equal(grads, B * points)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["svi", "sgld", "parallel_sgld", "npl", "svgd"])
 def test_laplace_starts_are_counted_once(name):
     """SVI: ``B·S`` values and gradients a step (the ELBO's ``S = 2`` draws); SGLD, parallel SGLD,
@@ -262,6 +270,7 @@ def test_laplace_starts_are_counted_once(name):
     assert start_evals > start_grads
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rejuvenate", ["auto", {**DEFAULT_MOVES, "first_pass_steps": 2}])
 def test_pmd_counts_its_batches_redraws_and_moves(rejuvenate):
     """The paper variant: the batch at its ``m`` particles every step, no gradients. The default:

@@ -65,6 +65,7 @@ def test_cli_reports_config_errors_without_a_traceback(tmp_path, capsys):
     assert "results_dir" in capsys.readouterr().err
 
 
+@pytest.mark.workflow
 def test_cli_end_to_end_logs_to_mlflow(tmp_path, store):
     config = str(tiny_config(tmp_path))
     data, out = tmp_path / "data.npz", tmp_path / "runs" / "pmd" / "seed0.npz"
@@ -97,6 +98,7 @@ def test_cli_end_to_end_logs_to_mlflow(tmp_path, store):
     assert f"{mass[0]:.3f} [{mass[0]:.3f}, {mass[0]:.3f}] |" in table
 
 
+@pytest.mark.workflow
 def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(tmp_path, store):
     # SGLD does not resample, so its batched run equals its per-seed run up to float32 reassociation
     # (rtol 1e-4; tests/test_pmd_runner_batched.py says why a resampling method is compared step-wise)
@@ -157,6 +159,7 @@ def test_mixture_verdict_counts_runs_within_the_mass_tolerance_and_ranks_pmd():
     assert "**within the seeds' spread**" in figure1.particle_claims(summary, 0.54)[1]
 
 
+@pytest.mark.workflow
 def test_crashed_run_leaves_no_result_and_a_failed_mlflow_run(tmp_path, store, monkeypatch):
     config = config_mod.load(tiny_config(tmp_path))
     init_store(store, ["crash"])
@@ -175,6 +178,7 @@ def test_crashed_run_leaves_no_result_and_a_failed_mlflow_run(tmp_path, store, m
     assert run.info.status == "FAILED"
 
 
+@pytest.mark.workflow
 def test_a_terminated_process_ends_its_mlflow_run_killed(tmp_path, store):
     """SIGTERM (a cancelled job) unwinds the run under the pmd-bench entry point's handler
     (workflow.cli.end_on_sigterm): exit status 143 and the MLflow run KILLED (the open run's own
@@ -222,6 +226,7 @@ def _log_one(args):
             logger.log_metrics({"value": index * 10 + step}, step=step * 100)
 
 
+@pytest.mark.workflow
 def test_concurrent_runs_all_land_once_the_store_exists(tmp_path, store):
     """Measured with mlflow 3.17: concurrent first opens of a fresh SQLite store crash; once
     `init_store` has created it, concurrent writers all succeed."""
@@ -272,6 +277,7 @@ def test_a_job_exits_with_mains_code_and_its_output_flushed_without_the_teardown
     assert "logged" in proc.stderr and "to stderr" in proc.stderr
 
 
+@pytest.mark.workflow
 def test_the_module_entry_point_returns_mains_exit_code():
     root = Path(__file__).resolve().parents[1]
     ok = subprocess.run([sys.executable, "-m", "pmd_bench.workflow.cli", "docs", "--check", "--sources",

@@ -33,6 +33,7 @@ def test_summary_adds_the_jobs_up_and_bounds_a_greedy_schedule():
     assert out["wall_s"] == pytest.approx(sum(each) / 2 + max(each))  # Graham's bound
 
 
+@pytest.mark.workflow
 def test_the_ci_plan_lists_every_job_of_the_dry_run():
     config = plan.merged_config([CI])
     jobs = plan.dry_run([CI])  # raises if the parsed jobs disagree with snakemake's own job count
@@ -54,6 +55,7 @@ def test_a_batched_job_is_charged_its_seeds_in_turn():
     assert batched["total_s"] == pytest.approx(seeds * single["total_s"])
 
 
+@pytest.mark.workflow
 def test_with_no_config_named_the_embedded_default_runs_every_method_of_standard(monkeypatch):
     """`pmd-bench plan` with no config file plans the embedded default (issue 34's smoke size): with
     no offline mirror it still runs every method of the standard config (the former default) in

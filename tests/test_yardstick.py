@@ -34,6 +34,7 @@ def _exact_reference(mean: np.ndarray, cov: np.ndarray, n: int, seed: int) -> np
     return np.random.default_rng(seed).multivariate_normal(mean, cov, size=n).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_npv_mixture_is_scored_from_its_own_draws_not_its_centres():
     """Full-data NPV on a conjugate posterior (d = 4, 64 components): at its stationary point the
     mixture's covariance is the posterior's (tests/test_baselines_npv.py proves the trace), so its
@@ -58,6 +59,7 @@ def test_npv_mixture_is_scored_from_its_own_draws_not_its_centres():
     assert centres["log_std_ratio"] < -0.05  # what scoring the centres reported
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("posterior", ["particles_m_eq_n", "particles_m_ne_n", "gaussian", "kde", "mixture"])
 def test_own_draws_gives_exactly_n_points_of_the_posteriors_own_distribution(posterior):
     """Every kind of posterior yields ``n`` points: a density is sampled (its kernel's spread kept), weighted
@@ -85,6 +87,7 @@ def test_own_draws_gives_exactly_n_points_of_the_posteriors_own_distribution(pos
         assert float(jnp.var(samples)) > float(jnp.var(centres)) + 0.15
 
 
+@pytest.mark.slow
 def test_a_floor_at_n_is_what_n_exact_draws_score():
     """d = 5 standard normal reference. The energy distance of ``n`` exact draws to the reference
     shrinks with ``n`` (about ``c/n``), so a floor means something only at the methods' ``n``.
@@ -122,6 +125,7 @@ def test_posteriordb_budget_is_whole_passes(num_data):
         posteriordb.budget({**section, "num_passes": 5.5}, "svi", {}, num_data)
 
 
+@pytest.mark.slow
 def test_posteriordb_runs_read_exactly_their_budget():
     """Through the runner (N = 1013, B = 11: 11 does not divide 5·1013): the run reads exactly
     5 passes, its last step on a batch of the 5 remaining rows, and takes ``num_steps`` steps.
@@ -142,6 +146,7 @@ def test_posteriordb_runs_read_exactly_their_budget():
     assert moved[-1] == math.ceil(4 * 1013 / 11) - 1 and int(default.state.seen) == 5 * 1013
 
 
+@pytest.mark.slow
 def test_lda_one_estimator_scores_the_same_topics_the_same_whatever_the_family():
     """Forty topics (the small corpus's four true ones and 36 ``Dir(0.1)`` draws: many topics, as
     on Wikipedia, where Gibbs fold-in and the E-step part most) as a sampling method's posterior
@@ -163,6 +168,7 @@ def test_lda_one_estimator_scores_the_same_topics_the_same_whatever_the_family()
     assert common[0] == pytest.approx(common[1], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_lda_one_estimator_converges_over_its_fold_in_ladder():
     """At the true topics of the small corpus, doubling the fold-in sweeps from 50 to 100 moves the
     estimate by under 0.01 nats (the tests' LDA margins are 0.05; measured 3e-5), and 2 sweeps
