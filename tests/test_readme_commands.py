@@ -39,7 +39,7 @@ RULES = [
     (r"python3 -m venv \.venv", "ci"),
     (r"\.venv/bin/pip install -e \. -c constraints\.txt", "ci"),
     (r'\.venv/bin/pip install -e "\.\[test\]" -c constraints\.txt', "ci"),
-    (r"\.venv/bin/pytest -n 2", "ci"),
+    (r'\.venv/bin/pytest -n 2( -m "slow or workflow")?', "ci"),
     (r"(\.venv/bin/)?snakemake .*", "dry-run"),
     (r"(\.venv/bin/)?mlflow ui .*", "help"),
     (r"(\.venv/bin/)?pmd-bench(-data)? .*", "parse"),
