@@ -74,3 +74,35 @@ def test_labels_targets_and_the_config_check(tmp_path):
     made.write_text(yaml.safe_dump(other))
     with pytest.raises(add_method.AddMethodError, match=r"differs in mixture\.seeds"):
         add_method.check_same_config(made, cfg, {}, "default")
+
+
+@pytest.mark.workflow
+def test_a_method_from_outside_the_project_joins_the_defaults_leaderboards(tmp_path, capfd):
+    """The README's promise: a method file outside the project, added to the default config's
+    committed results, runs alone (Snakemake's job list holds only its runs and the tables) and
+    has its rows, with work, seconds and error, in the mixture's and the custom model's tables."""
+    from pmd_bench.workflow.methods import check_config  # noqa: F401  (the overlay is checked by the Snakefile)
+
+    outside = tmp_path / "elsewhere" / "langevin.py"
+    outside.parent.mkdir()
+    outside.write_text(EXAMPLE.read_text())
+    results = tmp_path / "results"
+    assert add_method.add(f"{outside}:LangevinEnsemble", label="mine", results_root=results) == 0
+    out = capfd.readouterr()
+    jobs = _jobs(out.out + out.err)
+    cfg = config_mod.load()
+    runs = cfg["mixture"]["seeds"] + cfg["logistic"]["seeds"] + cfg["custom"]["seeds"]
+    assert sum(n for rule, n in jobs.items() if rule.endswith("_run")) == runs, jobs
+    assert set(jobs) <= {"mixture_run", "logistic_run", "custom_run", "mixture_figures", "logistic_figures",
+                         "cost_report", "custom_model_report", "resolved_config", "tracking_store"}, jobs
+    assert (results / "default" / "mixture" / "runs" / "mine" / "seed0.npz").is_file()
+    for table in ("figures/cost_mixture.md", "custom/robust_regression/cost.md", "figures/table_mixture.md"):
+        text = (results / "default" / table).read_text()
+        assert "| mine |" in text, table
+    restored = results / "default" / "mixture" / "runs" / "pmd" / "seed0.npz"
+    assert restored.read_bytes() == (ROOT / "archive" / "default" / "mixture" / "runs" / "pmd" / "seed0.npz").read_bytes()
+    # a results folder made with another config is refused
+    (results / "default" / "config.yaml").write_text(yaml.safe_dump({**config_mod.with_defaults(cfg), "mixture": {
+        **config_mod.with_defaults(cfg)["mixture"], "seeds": 7}}))
+    with pytest.raises(add_method.AddMethodError, match="differs in mixture.seeds"):
+        add_method.add(f"{outside}:LangevinEnsemble", label="again", results_root=results)

@@ -112,8 +112,8 @@ def check_same_config(committed: Path, cfg: dict, labels: dict[str, list[str]], 
 
 
 def prepare(name: str, cfg: dict, results: Path, labels: dict[str, list[str]]) -> str:
-    """Make sure ``results`` holds the config's results (restoring ``archive/<name>/``); returns
-    where they came from, for the report."""
+    """Make sure ``results`` (``<root>/<name>``) holds the config's results (restoring
+    ``archive/<name>/`` into ``<root>``); returns where they came from, for the report."""
     resolved = results / "config.yaml"
     manifest = archive.read_manifest(archive.ARCHIVE)
     prefix = f"{name}/"
@@ -123,7 +123,7 @@ def prepare(name: str, cfg: dict, results: Path, labels: dict[str, list[str]]) -
                              f"archive/{prefix} (run `snakemake --cores 2 --configfile <config> --config "
                              f"results_dir={results}` first)")
     if kept and not resolved.exists():
-        archive.restore(archive.ARCHIVE, archive.RESULTS, prefix)
+        archive.restore(archive.ARCHIVE, results.parent, prefix)
     check_same_config(resolved, cfg, labels, name)
     resolved.unlink()  # written again with the added methods (the run jobs read it, it sends none again)
     commits = sorted({e["commit"][:10] for e in kept.values()})
@@ -132,10 +132,11 @@ def prepare(name: str, cfg: dict, results: Path, labels: dict[str, list[str]]) -
 
 
 def add(spec: str, config_path: str | None = None, label: str | None = None, params: dict | None = None,
-        cores: int = 2, dry_run: bool = False) -> int:
+        cores: int = 2, dry_run: bool = False, results_root: str | Path | None = None) -> int:
     """Add the method ``spec`` (``file.py:Class``, ``module:Class`` or a registry name) with
-    ``params`` under ``label`` to the config's results and build its experiments' tables (module
-    docstring); returns Snakemake's exit status."""
+    ``params`` under ``label`` to the config's results in ``<results_root>/<config>/`` (default
+    ``results/``) and build its experiments' tables (module docstring); returns Snakemake's exit
+    status."""
     from .methods import check_entry, resolve
 
     path = Path(config_path) if config_path else config_mod.DEFAULT_CONFIG
@@ -156,7 +157,8 @@ def add(spec: str, config_path: str | None = None, label: str | None = None, par
     entry = {"method": spec, **(params or {})}
     for experiment in experiments:
         check_entry(experiment, label, entry)
-    results = archive.RESULTS / name
+    results = Path(results_root or archive.RESULTS).resolve() / name
+    shown = str(results.relative_to(ROOT)) if results.is_relative_to(ROOT) else str(results)
     folder = results / "added"
     labels = added_labels(folder)
     for experiment in experiments:
@@ -164,10 +166,10 @@ def add(spec: str, config_path: str | None = None, label: str | None = None, par
     source = prepare(name, cfg, results, labels)
     folder.mkdir(parents=True, exist_ok=True)
     overlay = folder / f"{label}.yaml"
-    overlay.write_text(yaml.safe_dump({"results_dir": str(results.relative_to(ROOT)),
+    overlay.write_text(yaml.safe_dump({"results_dir": shown,
                                        **{e: {"methods": {label: entry}} for e in experiments}}, sort_keys=False))
     overlays = sorted(folder.glob("*.yaml"))
-    wanted = targets(cfg, experiments, str(results.relative_to(ROOT)))
+    wanted = targets(cfg, experiments, shown)
     command = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", str(path),
                *map(str, overlays), *(["-n"] if dry_run else []),
                "--forcerun", *wanted, "--", *wanted]  # the tables rendered again, with the new rows
