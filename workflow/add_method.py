@@ -125,10 +125,31 @@ def prepare(name: str, cfg: dict, results: Path, labels: dict[str, list[str]]) -
     if kept and not resolved.exists():
         archive.restore(archive.ARCHIVE, results.parent, prefix)
     check_same_config(resolved, cfg, labels, name)
-    resolved.unlink()  # written again with the added methods (the run jobs read it, it sends none again)
     commits = sorted({e["commit"][:10] for e in kept.values()})
     return (f"the committed results of {name} (archive/{prefix}, commit {', '.join(commits)})" if kept
             else f"the results in {results}")
+
+
+def _write_resolved(path: Path, overlays: list[Path], results: Path) -> None:
+    """Write the resolved config (the config and ``overlays`` merged as Snakemake merges config
+    files, defaults filled, as the rule ``resolved_config`` writes it) and create the tracking store
+    (as the rule ``tracking_store``) before Snakemake starts. Both are ``ancient`` inputs of the run
+    jobs, and only an ancient input that exists sends no job again: written by Snakemake itself
+    during the run, they would count as updated and every restored run would be run again."""
+    from snakemake.utils import update_config
+
+    from .cli import main as cli_main
+    from pmd_bench.datasets.atomic import atomic_path
+
+    merged = yaml.safe_load(path.read_text())
+    for overlay in overlays:
+        update_config(merged, yaml.safe_load(overlay.read_text()))
+    resolved = results / "config.yaml"
+    with atomic_path(resolved) as tmp:
+        tmp.write_text(yaml.safe_dump(json.loads(json.dumps(config_mod.with_defaults(merged))), sort_keys=False))
+    store = results / ".tracking-store"
+    if not store.exists() and cli_main(["--config", str(resolved), "init-store", "--marker", str(store)]) != 0:
+        raise AddMethodError(f"the MLflow store of {resolved} could not be created (pmd-bench init-store)")
 
 
 def add(spec: str, config_path: str | None = None, label: str | None = None, params: dict | None = None,
@@ -169,6 +190,7 @@ def add(spec: str, config_path: str | None = None, label: str | None = None, par
     overlay.write_text(yaml.safe_dump({"results_dir": shown,
                                        **{e: {"methods": {label: entry}} for e in experiments}}, sort_keys=False))
     overlays = sorted(folder.glob("*.yaml"))
+    _write_resolved(path, overlays, results)
     wanted = targets(cfg, experiments, shown)
     command = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--configfile", str(path),
                *map(str, overlays), *(["-n"] if dry_run else []),
