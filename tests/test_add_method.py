@@ -106,3 +106,9 @@ def test_a_method_from_outside_the_project_joins_the_defaults_leaderboards(tmp_p
         **config_mod.with_defaults(cfg)["mixture"], "seeds": 7}}))
     with pytest.raises(add_method.AddMethodError, match="differs in mixture.seeds"):
         add_method.add(f"{outside}:LangevinEnsemble", label="again", results_root=results)
+
+
+def test_the_committed_default_results_are_of_the_default_config_as_it_stands():
+    """archive/default/ is what add-method puts beside a new method: when the default config
+    changes, this fails until the campaign is run again and archived (README, archive/README.md)."""
+    add_method.check_same_config(ROOT / "archive" / "default" / "config.yaml", config_mod.load(), {}, "default")
