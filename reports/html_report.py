@@ -125,6 +125,31 @@ def _rate_html(path: Path) -> str:
             f"<tbody>{rows}</tbody></table>")
 
 
+# a result file's title in words, by its name without suffix (a table's own "# " heading comes first)
+TITLES = {"table1": "Table 1", "rate": "Theorem 5's rate, measured", "table_mixture": "Accuracy of each method",
+          "figure1": "Figure 1: the posteriors", "figure3": "Figure 3: error against data seen",
+          "cost_mixture": "Cost to the accuracy criterion", "table_logistic": "Accuracy of each method",
+          "figure2": "Figure 2: error against data seen", "cost_logistic": "Cost to the accuracy criterion",
+          "table_posteriordb": "Accuracy on each posterior", "posteriordb": "Error on each posterior (heat map)",
+          "cost_posteriordb": "Cost to the accuracy criterion", "table_custom": "Accuracy on each model",
+          "custom": "Error on each model (heat map)", "cost_custom": "Cost to the accuracy criterion",
+          "table_sparse_gp": "Accuracy of each method", "figure2_sparse_gp": "Figure 2: error against data seen",
+          "figure4": "Figure 4: the posterior's mean and spread", "table_lda": "Accuracy of each method",
+          "figure2_lda": "Figure 2: held-out perplexity against documents seen", "figure5": "Figure 5: topics",
+          "table_lda_grid": "The step-size grid", "cost_lda": "Cost to the accuracy criterion",
+          "cost_sparse_gp": "Cost to the accuracy criterion"}
+
+
+def artifact_title(path: Path) -> str:
+    """What a result file shows, in words: a table's own ``# `` heading, else :data:`TITLES`,
+    else its name with spaces."""
+    if path.suffix == ".md":
+        first = path.read_text().split("\n", 1)[0]
+        if first.startswith("# "):
+            return first[2:].strip()
+    return TITLES.get(path.stem, path.stem.replace("_", " ").capitalize())
+
+
 def _artifact(path: Path) -> str:
     if path.suffix == ".png":
         return _image(path)
@@ -185,7 +210,7 @@ def section_html(cfg: dict, key: str, title: str, claim: str, files: list[str], 
         files = [*files, f"tuning_{key}.md"]
     present = [figures / f for f in files if (figures / f).exists()]
     missing = [f for f in files if not (figures / f).exists() and not f.startswith("table_lda_grid")]
-    body = "".join(f"<h3>{html.escape(p.name)}</h3>{_artifact(p)}" for p in present)
+    body = "".join(f"<h3>{html.escape(artifact_title(p))}</h3>{_artifact(p)}" for p in present)
     if missing:
         body += f'<p class="absent">Not built yet: {", ".join(html.escape(m) for m in missing)}.</p>'
     config = html.escape(yaml.safe_dump({key: cfg[key]}, sort_keys=False, allow_unicode=True))
@@ -195,13 +220,29 @@ def section_html(cfg: dict, key: str, title: str, claim: str, files: list[str], 
             + runs + "</section>")
 
 
+def answer_html(cfg: dict) -> str:
+    """The report's first section: the digest of the leaderboards and each experiment's
+    leaderboard (reports/leaderboard.py), as far as they are built."""
+    figures = Path(cfg["results_dir"]) / "figures"
+    head = '<section id="answer"><h2>The answer: who reaches each criterion, at what work and seconds</h2>'
+    digest = figures / "leaderboard.md"
+    if not digest.exists():
+        return head + '<p class="absent">Not built yet: the leaderboards (rule <code>leaderboard</code>).</p></section>'
+    body = _artifact(digest)
+    for board in sorted(figures.glob("leaderboard_*.md")):
+        title = board.read_text().splitlines()[0].lstrip("# ").strip()
+        body += f"<details><summary>{html.escape(title)}</summary>{_artifact(board)}</details>"
+    return head + body + "</section>"
+
+
 def build(cfg: dict, config_path: str | None, uri: str, out: str | Path, commit: str) -> Path:
     """Write the report of the config ``cfg`` (its results under ``cfg["results_dir"]``, its runs in the
     MLflow store ``uri``) to ``out``; ``commit`` is the git commit rendering it."""
     ui = uri.rstrip("/") if uri.startswith(("http://", "https://")) else LOCAL_UI
     start = (f"<code>mlflow ui --backend-store-uri {html.escape(uri)}</code>, then" if ui == LOCAL_UI else "")
-    sections = [section_html(cfg, *entry, uri, ui) for entry in EXPERIMENTS]
-    toc = "".join(f'<li><a href="#{k}">{html.escape(t)}</a></li>' for k, t, *_ in EXPERIMENTS)
+    sections = [answer_html(cfg)] + [section_html(cfg, *entry, uri, ui) for entry in EXPERIMENTS]
+    toc = '<li><a href="#answer">The answer: the leaderboards</a></li>' + "".join(
+        f'<li><a href="#{k}">{html.escape(t)}</a></li>' for k, t, *_ in EXPERIMENTS)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>pmd-bench report</title>
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">

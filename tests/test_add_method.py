@@ -65,7 +65,11 @@ def test_labels_targets_and_the_config_check(tmp_path):
     assert add_method.label_for(cls) == "langevin_ensemble"
     cfg = config_mod.load()
     assert set(add_method.experiments_for(cls, cfg)) - {"posteriordb"} == {"custom", "mixture", "logistic"}
-    assert f"{tmp_path}/custom/robust_regression/table.md" in add_method.targets(cfg, ["custom"], str(tmp_path))
+    assert add_method.targets(cfg, ["custom", "mixture"], str(tmp_path)) == [
+        f"{tmp_path}/custom/robust_regression/table.md", f"{tmp_path}/custom/robust_regression/cost.md",
+        f"{tmp_path}/figures/cost_custom.md", f"{tmp_path}/figures/leaderboard_custom.md",
+        f"{tmp_path}/figures/table_mixture.md", f"{tmp_path}/figures/cost_mixture.md",
+        f"{tmp_path}/figures/leaderboard_mixture.md"]
     made = tmp_path / "config.yaml"
     made.write_text(yaml.safe_dump(config_mod.with_defaults(cfg)))
     add_method.check_same_config(made, cfg, {}, "default")
@@ -94,9 +98,10 @@ def test_a_method_from_outside_the_project_joins_the_defaults_leaderboards(tmp_p
     runs = cfg["mixture"]["seeds"] + cfg["logistic"]["seeds"] + cfg["custom"]["seeds"]
     assert sum(n for rule, n in jobs.items() if rule.endswith("_run")) == runs, jobs
     assert set(jobs) <= {"mixture_run", "logistic_run", "custom_run", "mixture_figures", "logistic_figures",
-                         "cost_report", "custom_model_report", "resolved_config", "tracking_store"}, jobs
+                         "cost_report", "custom_model_report"}, jobs
     assert (results / "default" / "mixture" / "runs" / "mine" / "seed0.npz").is_file()
-    for table in ("figures/cost_mixture.md", "custom/robust_regression/cost.md", "figures/table_mixture.md"):
+    for table in ("figures/cost_mixture.md", "custom/robust_regression/cost.md", "figures/table_mixture.md",
+                  "figures/leaderboard_mixture.md", "figures/leaderboard_custom.md"):
         text = (results / "default" / table).read_text()
         assert "| mine |" in text, table
     restored = results / "default" / "mixture" / "runs" / "pmd" / "seed0.npz"

@@ -8,6 +8,7 @@ reason, where Chromium is not installed (Debian: ``apt-get install chromium``; .
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -80,4 +81,18 @@ def test_a_section_with_tuning_grids_shows_what_the_tuning_chose(tmp_path, monke
     assert "Not built yet: table_logistic.md, tuning_logistic.md" in absent
     (figures / "tuning_logistic.md").write_text("# Tuning: logistic\n\n| method | chosen |\n|---|---|\n| svi | 0.1 |\n")
     shown = html_report.section_html(cfg, "logistic", "Logistic", "claim", ["table_logistic.md"], "sqlite:///x", "ui")
-    assert "<h3>tuning_logistic.md</h3>" in shown and "<td>svi</td><td>0.1</td>" in shown
+    assert "<h3>Tuning: logistic</h3>" in shown and "<td>svi</td><td>0.1</td>" in shown  # the table's own title
+
+
+def test_the_report_opens_with_the_leaderboards_and_titles_in_words(tmp_path):
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    cfg = {**CONFIG, "results_dir": str(tmp_path)}
+    assert "Not built yet: the leaderboards" in html_report.answer_html(cfg)
+    (figures / "leaderboard.md").write_text("# The answer in brief\n\n| experiment | first |\n|---|---|\n| Mixture | svi |\n")
+    (figures / "leaderboard_mixture.md").write_text("# Leaderboard: Two-mode mixture\n\n| rank | method |\n|---|---|\n"
+                                                   "| 1 | svi |\n")
+    shown = html_report.answer_html(cfg)
+    assert shown.startswith('<section id="answer">') and "<td>Mixture</td><td>svi</td>" in shown
+    assert "<summary>Leaderboard: Two-mode mixture</summary>" in shown
+    assert html_report.artifact_title(Path("figures/figure1.png")) == "Figure 1: the posteriors"

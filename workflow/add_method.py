@@ -65,9 +65,9 @@ def targets(cfg: dict, experiments: list[str], results: str) -> list[str]:
         if name == "custom":
             for model in (cfg["custom"].get("models") or {}):
                 out += [f"{results}/custom/{model}/table.md", f"{results}/custom/{model}/cost.md"]
-            continue
-        table = {"mixture": "table_mixture.md"}.get(name, f"table_{name}.md")
-        out += [f"{results}/figures/{table}", f"{results}/figures/cost_{name}.md"]
+        else:
+            out.append(f"{results}/figures/table_{name}.md")
+        out += [f"{results}/figures/cost_{name}.md", f"{results}/figures/leaderboard_{name}.md"]
     return out
 
 
@@ -200,6 +200,6 @@ def add(spec: str, config_path: str | None = None, label: str | None = None, par
     if status == 0 and not dry_run:
         print(f"\n{label}'s rows (the full tables: {', '.join(wanted)}):")
         for target in wanted:
-            rows = [line for line in (ROOT / target).read_text().splitlines() if line.startswith(f"| {label} ")]
+            rows = [line for line in (ROOT / target).read_text().splitlines() if f"| {label} |" in line]
             print(f"{target}:\n" + ("\n".join(rows) if rows else "  (no row: see the table's notes)"))
     return status

@@ -159,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = verb("report", help="render a figure or table from result files")
     p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "custom", "figure4",
-                                     "sparse-gp", "lda", "figure5", "lda-grid", "cost", "tuning"])
+                                     "sparse-gp", "lda", "figure5", "lda-grid", "cost", "tuning", "leaderboard",
+                                     "digest"])
     p.add_argument("--data", nargs="+", help="the experiment's data file (figure1), reference (logistic) or floor "
                                              "files (posteriordb, custom); cost: the data file holding the floor "
                                              "(mixture)")
@@ -169,8 +170,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
     p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb, custom); the figure (.png) of the table "
                                     "(sparse-gp, lda, cost)")
-    p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost, tuning: the experiment whose runs or "
-                                                                        "tuning results are shown")
+    p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost, tuning, leaderboard: the experiment whose "
+                                                                        "runs or tuning results are shown")
+    p.add_argument("--source", help="digest: where the results come from, in words (config, commit)")
 
     p = verb("table1", help="measure Table 1 (section 5) on the conjugate model, or render it")
     p.add_argument("what", choices=["rate", "cost", "black-box", "render"])
@@ -597,8 +599,20 @@ def main(argv: list[str] | None = None) -> int:
             if not (args.experiment and args.tuning_results):
                 raise ValueError("report tuning needs --experiment and --tuning (the `pmd-bench tune` results)")
             tuning_report.render(args.experiment, args.tuning_results, args.out)
+        elif args.verb == "report" and args.what == "digest":
+            from pmd_bench.reports import leaderboard
+
+            if not args.data:
+                raise ValueError("report digest needs --data (the experiments' leaderboard .json files)")
+            leaderboard.digest(args.data, args.out, args.source or f"From {cfg['results_dir']}")
         elif args.verb == "report" and not args.runs:
             raise ValueError(f"report {args.what} needs --runs (the run files .../<method>/seed<k>.npz)")
+        elif args.verb == "report" and args.what == "leaderboard":
+            from pmd_bench.reports import leaderboard
+
+            if not args.experiment:
+                raise ValueError("report leaderboard needs --experiment")
+            leaderboard.render(args.experiment, args.runs, args.out, args.data[0] if args.data else None)
         elif args.verb == "report" and args.what == "cost":
             from pmd_bench.reports import cost
 

@@ -96,8 +96,9 @@ ANCHORS: dict[str, Anchor] = {
     "posteriordb_tune": Anchor(180, RUN_MB, source="as tune: not yet measured at a config's size"),
     "posteriordb_run_tuned": Anchor(358, RUN_MB, source="as posteriordb_run's fixed part"),
     "custom_model_report": Anchor(15, FIGURE_MB, source="as posteriordb_report and cost_report, one after the other"),
-    "cost_report": Anchor(8, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
-                          "(2026-11-26)"),
+    "cost_report": Anchor(15, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
+                          "(2026-11-26); then `report leaderboard` on the same runs, as long again at most"),
+    "leaderboard": Anchor(5, FIGURE_MB, source="as tuning_report: JSON files to one Markdown table, no figure"),
     "tuning_report": Anchor(8, FIGURE_MB, source="as cost_report: JSON files to one Markdown table, no figure"),
     "tune": Anchor(180, RUN_MB, source="not yet measured at a config's size: (grid points × tuning seeds) runs "
                    "of one method, charged as one run of the slowest ci-config job, 3 min"),

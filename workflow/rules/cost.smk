@@ -2,8 +2,11 @@
 # inputs in COST_INPUTS (the run files its own report reads, and the floor's data file where the
 # criterion needs it), the cost-to-threshold table and figure. Included after the experiments.
 COST_TARGETS = [f"{RESULTS}/figures/cost_{name}.{suffix}" for name in COST_INPUTS for suffix in ("md", "png")]
+# the leaderboards (reports/leaderboard.py): one per experiment from the same runs, and their digest
+LEADERBOARDS = [f"{RESULTS}/figures/leaderboard_{name}.json" for name in COST_INPUTS]
+LEADERBOARD = f"{RESULTS}/figures/leaderboard.md"
 
-ALL_TARGETS.extend(COST_TARGETS)
+ALL_TARGETS.extend(COST_TARGETS + [LEADERBOARD])
 
 
 rule cost_report:
@@ -12,6 +15,8 @@ rule cost_report:
     output:
         table=f"{RESULTS}/figures/cost_{{experiment}}.md",
         figure=f"{RESULTS}/figures/cost_{{experiment}}.png",
+        board=f"{RESULTS}/figures/leaderboard_{{experiment}}.md",
+        board_json=f"{RESULTS}/figures/leaderboard_{{experiment}}.json",
     wildcard_constraints:
         experiment="|".join(COST_INPUTS) or "(?!)",
     log:
@@ -22,5 +27,22 @@ rule cost_report:
     params:
         data=lambda wildcards, input: f"--data {input.data}" if "data" in input.keys() else "",
     shell:
-        PMD_BENCH + " report cost --experiment {wildcards.experiment} {params.data} --runs {input.runs}"
-        + " --out {output.table} --figure {output.figure} > {log} 2>&1"
+        "(" + PMD_BENCH + " report cost --experiment {wildcards.experiment} {params.data} --runs {input.runs}"
+        + " --out {output.table} --figure {output.figure} && " + PMD_BENCH + " report leaderboard"
+        + " --experiment {wildcards.experiment} {params.data} --runs {input.runs} --out {output.board}) > {log} 2>&1"
+
+
+rule leaderboard:
+    input:
+        LEADERBOARDS,
+    output:
+        LEADERBOARD,
+    log:
+        f"{RESULTS}/logs/leaderboard.log",
+    threads: 1
+    resources:
+        **job_resources("leaderboard", config),
+    params:
+        source=lambda wildcards: shlex.quote(f"From `{RESULTS}`"),
+    shell:
+        PMD_BENCH + " report digest --data {input} --source {params.source} --out {output} > {log} 2>&1"

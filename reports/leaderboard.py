@@ -1,0 +1,134 @@
+"""The leaderboard: for each experiment, who reaches its accuracy criterion, at what work and
+seconds, from result files; and one digest over the experiments.
+
+Per experiment (:func:`board`), a row per method, from the same cost-to-threshold reading as the
+cost tables (:func:`reports.cost.cost_to_threshold`: the first evaluation from which the
+experiment's criterion, :data:`reports.cost.THRESHOLDS`, holds to the run's end):
+
+* **reached**: the cells (targets × seeds; a target is a posterior, a problem, or the experiment's
+  one data set) whose run reached the criterion, of all;
+* **work** and **seconds to reach**: the median over the reached cells (with the interquartile
+  range) of the work (likelihood terms and their gradients, :data:`pmd.runner.WORK`) and of the
+  stepping seconds (compilation included) spent by then;
+* **final score**: the median over every cell of the criterion's score at the run's end, as a
+  multiple of its threshold (≤ 1: met; the threshold is 1 for the absolute criteria).
+
+Rows are ordered by the share of cells reached, then by the median work to reach. Only the cells
+a method reached enter its work and seconds, so two methods' medians compare costs over different
+cells: the reached column says how many. The digest (:func:`digest`) gives, per experiment, the
+first row and PMD's (label ``pmd``) with its place.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .cost import PMD_LABEL, THRESHOLDS, cost_to_threshold
+from .resultfiles import atomic_path, runs_by_group, runs_by_method
+
+TITLES = {"mixture": "Two-mode mixture (Figure 1)", "logistic": "Logistic regression (Figure 2)",
+          "posteriordb": "posteriordb", "custom": "Custom models", "sparse_gp": "Sparse GP (Figure 2)",
+          "lda": "LDA (Figure 2)"}
+
+
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    if not values:
+        return math.nan, math.nan, math.nan
+    q1, q2, q3 = np.percentile(values, [25, 50, 75])
+    return float(q2), float(q1), float(q3)
+
+
+def board(experiment: str, run_files: list[str | Path], data: str | Path | None = None) -> dict:
+    """The experiment's leaderboard (module docstring) as ``{"experiment", "criterion", "cells",
+    "rows": [{"method", "reached", "cells", "work", "work_iqr", "seconds", "seconds_iqr",
+    "final_score"}]}``, rows in rank order."""
+    criterion = THRESHOLDS[experiment]
+    groups = runs_by_group(run_files, criterion.group) if criterion.group else {"": runs_by_method(run_files)}
+    groups = {g: runs for g, runs in groups.items() if criterion.applies(runs)}
+    if not groups:
+        raise ValueError(f"no run has the curves {', '.join(criterion.metrics)} that the {experiment} criterion reads")
+    cells: dict[str, dict[str, list[float]]] = {}
+    for runs in groups.values():
+        threshold = criterion.threshold(runs, data)
+        reach = {cost: cost_to_threshold(runs, criterion.score, lambda _: threshold, cost)
+                 for cost in ("work", "wall_time")}
+        for method, rs in runs.items():
+            mine = cells.setdefault(method, {"work": [], "wall_time": [], "final": []})
+            mine["work"] += reach["work"][method].costs
+            mine["wall_time"] += reach["wall_time"][method].costs
+            mine["final"] += [float(criterion.score(a)[-1] / threshold) if len(a["visited"]) else math.inf
+                              for a, _ in rs]
+    rows = []
+    for method, c in cells.items():
+        reached = [i for i, w in enumerate(c["wall_time"]) if not math.isinf(w)]
+        work, work_lo, work_hi = _quartiles([c["work"][i] for i in reached])
+        seconds, sec_lo, sec_hi = _quartiles([c["wall_time"][i] for i in reached])
+        rows.append({"method": method, "reached": len(reached), "cells": len(c["final"]), "work": work,
+                     "work_iqr": [work_lo, work_hi], "seconds": seconds, "seconds_iqr": [sec_lo, sec_hi],
+                     "final_score": float(np.median(c["final"]))})
+    rows.sort(key=lambda r: (-r["reached"] / r["cells"], r["work"] if not math.isnan(r["work"]) else math.inf,
+                             r["final_score"]))
+    return {"experiment": experiment, "criterion": criterion.wording, "targets": len(groups), "rows": rows}
+
+
+def _num(value: float, digits: str = ".3g") -> str:
+    return "—" if value is None or math.isnan(value) or math.isinf(value) else format(value, digits)
+
+
+def _with_iqr(value: float, iqr: list[float]) -> str:
+    if math.isnan(value):
+        return "—"
+    return f"{_num(value)} ({_num(iqr[0])}-{_num(iqr[1])})"
+
+
+def markdown(result: dict) -> str:
+    """One experiment's leaderboard as a Markdown table with its criterion."""
+    lines = [f"Criterion: {result['criterion']}. Cells: {result['targets']} target(s) × each method's seeds. "
+             "Work and seconds: median (interquartile range) over the cells reached; final score: median over all "
+             "cells, in multiples of the threshold (≤ 1 meets it). The order is by cells reached, then median "
+             "work: where two methods' ranges overlap, neither is ahead.", "",
+             "| rank | method | reached | work to reach | seconds to reach | final score |", "|---|---|---|---|---|---|"]
+    for k, r in enumerate(result["rows"], 1):
+        lines.append(f"| {k} | {r['method']} | {r['reached']}/{r['cells']} | {_with_iqr(r['work'], r['work_iqr'])} | "
+                     f"{_with_iqr(r['seconds'], r['seconds_iqr'])} | {_num(r['final_score'], '.2f')} |")
+    return "\n".join(lines) + "\n"
+
+
+def render(experiment: str, run_files: list[str | Path], out: str | Path, data: str | Path | None = None) -> dict:
+    """Write the experiment's leaderboard to ``out`` (.md) and ``out`` with ``.json``; return it."""
+    result = board(experiment, run_files, data)
+    out = Path(out)
+    with atomic_path(out.with_suffix(".json")) as tmp:
+        tmp.write_text(json.dumps(result, indent=1))
+    with atomic_path(out) as tmp:
+        tmp.write_text(f"# Leaderboard: {TITLES.get(experiment, experiment)}\n\n" + markdown(result))
+    return result
+
+
+def digest(boards: list[str | Path], out: str | Path, source: str) -> str:
+    """The digest of the experiments' leaderboards (their ``.json``): per experiment, the first
+    row and PMD's with its place; ``source`` says which config and commit the results are from."""
+    lines = ["# The answer in brief", "",
+             f"{source}. Per experiment: the method that reaches its criterion on the most cells at the least "
+             "median work, and PMD's default; reached: cells (targets × seeds) of all; work and seconds: "
+             "median over the cells reached.", "",
+             "| experiment | first | reached | work | seconds | PMD's place | PMD reached | PMD work | PMD seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for path in boards:
+        result = json.loads(Path(path).read_text())
+        first = result["rows"][0]
+        place = next((k for k, r in enumerate(result["rows"], 1) if r["method"] == PMD_LABEL), None)
+        pmd = result["rows"][place - 1] if place else None
+        lines.append(
+            f"| {TITLES.get(result['experiment'], result['experiment'])} | {first['method']} | "
+            f"{first['reached']}/{first['cells']} | {_num(first['work'])} | {_num(first['seconds'])} | "
+            + (f"{place} of {len(result['rows'])} | {pmd['reached']}/{pmd['cells']} | {_num(pmd['work'])} | "
+               f"{_num(pmd['seconds'])} |" if pmd else "— | — | — | — |"))
+    text = "\n".join(lines) + "\n"
+    with atomic_path(out) as tmp:
+        tmp.write_text(text)
+    return text
