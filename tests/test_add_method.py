@@ -117,3 +117,20 @@ def test_the_committed_default_results_are_of_the_default_config_as_it_stands():
     """archive/default/ is what add-method puts beside a new method: when the default config
     changes, this fails until the campaign is run again and archived (README, archive/README.md)."""
     add_method.check_same_config(ROOT / "archive" / "default" / "config.yaml", config_mod.load(), {}, "default")
+
+
+@pytest.mark.workflow
+def test_a_restored_campaign_renders_its_tables_without_running_a_method(tmp_path, monkeypatch):
+    """`pmd-bench archive restore default/`, then the Snakemake target of its leaderboards: the
+    restored runs count as done (one mtime, the resolved config restored and the tracking store
+    made by the restore), so only the table jobs are scheduled; no touch, no --forcerun."""
+    from pmd_bench.workflow import archive, cli
+
+    monkeypatch.setattr(archive, "RESULTS", tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    assert cli.main(["archive", "restore", "default/"]) == 0
+    assert (tmp_path / "default" / ".tracking-store").is_file()
+    boards = [str(tmp_path / "default" / "figures" / f"leaderboard_{e}.md") for e in ("mixture", "logistic", "custom")]
+    jobs = _jobs(_snakemake("-n", "--configfile", str(ROOT / "workflow" / "config" / "default.yaml"),
+                            "--config", f"results_dir={tmp_path / 'default'}", "--", *boards))
+    assert jobs == {"cost_report": 3}, jobs

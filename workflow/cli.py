@@ -429,6 +429,14 @@ def _archive(action: str, paths: list[str]) -> int:
         return 0
     copied, present = archive.restore(archive.ARCHIVE, archive.RESULTS, prefix)
     print(f"restored {len(copied)} file(s) into {archive.RESULTS}; {len(present)} already there")
+    # a campaign restored with its resolved config gets its tracking store too, as the rule
+    # tracking_store makes it: both are `ancient` inputs of the run jobs, and only one that exists
+    # before Snakemake starts leaves the restored runs done (workflow/rules/common.smk)
+    for resolved in sorted({archive.RESULTS / rel.split("/")[0] / "config.yaml" for rel in copied + present}):
+        store = resolved.parent / ".tracking-store"
+        if resolved.is_file() and not store.exists():
+            if main(["--config", str(resolved), "init-store", "--marker", str(store)]) != 0:
+                return 2
     return 0
 
 
