@@ -194,7 +194,7 @@ def batched_logistic_compare(r: dict[str, Any]) -> str:
         for k in acc["methods"] if k in cpu["methods"])
     return (f"The paper's logistic run ({acc['paper_steps']:,} steps, {acc['seeds']} seeds), extrapolated from each "
             f"machine's measured step cost: one after another on {_machine(cpu)} against batched on "
-            f"{_machine(acc)} (two machines, two runs: not a same-run ratio). Issue 16's aim: 20× or more.\n\n"
+            f"{_machine(acc)} (two machines, two runs: not a same-run ratio). The aim: 20× or more.\n\n"
             f"| method | CPU, one after another | accelerator, batched | speed-up |\n|---|---|---|---|\n{rows}")
 
 

@@ -1,4 +1,4 @@
-"""The equal-cost view (issue 30, "cost on the axis"): what each method spends to reach an
+"""The equal-cost view ("cost on the axis"): what each method spends to reach an
 experiment's accuracy criterion, from result files, as a Markdown table and a figure.
 
 Every run file holds its curves ``curve/<metric>`` at each evaluation and, at each, the cost spent
@@ -118,7 +118,7 @@ class Criterion:
 REFERENCE_DRAWS = Criterion("max |mean error| ≤ 0.5 reference sd and max |log sd ratio| ≤ 0.3",
                             ("mean_error_max", "log_std_ratio_max"), bounds=GOAL, group="posterior")
 
-# The thresholds of issue 30 ("cost on the axis"), one per experiment, in the issue's words:
+# The thresholds of the equal-cost view, one per experiment:
 THRESHOLDS = {
     "posteriordb": REFERENCE_DRAWS,
     "custom": REFERENCE_DRAWS,
@@ -248,7 +248,7 @@ def table(experiment: str, reach: dict[str, dict[str, dict[str, Reach]]], thresh
     targets = list(reach)
     methods = list(dict.fromkeys(m for t in targets for m in reach[t][main]))
     head = [f"# Cost to threshold: {experiment}", "",
-            f"Criterion (issue 30): {criterion.wording}; score {criterion.label()} ≤ "
+            f"Criterion: {criterion.wording}; score {criterion.label()} ≤ "
             + (f"{thresholds[targets[0]]:.4g}" if len(set(thresholds.values())) == 1 else
                ", ".join(f"{v:.4g} ({t})" for t, v in thresholds.items())) + ". "
             "Cost to threshold: the cost spent by the first evaluation from which the criterion holds at "

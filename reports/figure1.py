@@ -130,7 +130,7 @@ def verdict(summary: dict, exact_mass: float, label: str = PMD_LABEL) -> str:
         ratio = f"{mine[key]['mean'] / floor:.2f}× the floor, " if floor else ""
         parts.append(f"{name}: {ratio}{rank}")
     return ("Paper (Dai et al. 2016, sec. 6, Figure 1, H.1): PMD reaches the lowest total variation and cross "
-            f"entropy of the methods compared. Measured, against issue 11's goal (mass within {MASS_TOLERANCE} in "
+            f"entropy of the methods compared. Measured, against the project's goal for PMD (mass within {MASS_TOLERANCE} in "
             f"every run, TV within {FLOOR_FACTOR:g}× the floor, ahead of every competitor): " + "; ".join(parts) + ".")
 
 

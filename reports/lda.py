@@ -172,7 +172,7 @@ def render(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path,
             speed = np.mean([m["tokens_per_second"] for _, m in ours]) / np.mean([m["tokens_per_second"] for _, m in theirs])
             notes.append(f"Our online VB ({SVI_LABEL}) against {peer} at equal K, priors, batch size and rate: "
                          f"perplexity {gap:+.2f}% ± {se:.2f}% (standard error over {len(ours)} and {len(theirs)} "
-                         f"seeds; issue 13 asks for |gap| ≤ 1%), speed ratio "
+                         f"seeds; the goal: |gap| ≤ 1%), speed ratio "
                          f"{speed:.2f}x (tokens per second of the steps, this workflow run; ours include JAX's compilation, "
                          "which dominates short runs: benchmarks/bench_lda_cost.py times the steady state).")
     notes.append(fold_in_note(runs_by))

@@ -70,7 +70,7 @@ def claims(reference_path: str | Path, run_files: list[str | Path]) -> list[str]
     for label in (k for k in runs if k.startswith("pmd")):
         err, spread = final(label, "mean_error"), final(label, "log_std_ratio")
         met = err.mean() <= MEAN_GOAL and abs(spread.mean()) < SPREAD_GOAL
-        out.append(f"Issue 11's goal for `{label}` (mean within {MEAN_GOAL:g} reference sd, |log σ_q/σ_ref| < "
+        out.append(f"The project's goal for `{label}` (mean within {MEAN_GOAL:g} reference sd, |log σ_q/σ_ref| < "
                    f"{SPREAD_GOAL:g}): {_pm(err, '.2f')} sd and {_pm(spread, '+.2f')}: **{'met' if met else 'not met'}**.")
     if "npl" in runs:
         ll = final("npl", "test_loglik")

@@ -86,7 +86,7 @@ def test_reference_runs_and_reports(workspace):
         assert abs(summary["methods"][method]["test_error"]["mean"] - nuts_error) <= 4 / 60 + 1e-9
     text = table.read_text()
     assert all(f"| {m} | 1 |" in text for m in ("pmd", "jj_svi", "pg_gibbs")) and "98.8%" in text
-    assert "Issue 11's goal for `pmd` (mean within 1 reference sd" in text
+    assert "The project's goal for `pmd` (mean within 1 reference sd" in text
     client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
     experiment = client.get_experiment_by_name("pmd-bench/logistic")
     names = {r.info.run_name for r in client.search_runs([experiment.experiment_id])}

@@ -1,0 +1,59 @@
+"""What users read speaks of what is true now, not of how the project got there: no work-tracker
+session or issue numbers in the README, the docs (their prose: a generated block is a result
+file's text, checked where the file is written), the configs' comments, the archive's guide, the
+command line's help or the strings the reports write."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from pmd_bench.reports.docs import BLOCK
+from pmd_bench.workflow.cli import _parser
+
+ROOT = Path(__file__).resolve().parents[1]
+HISTORY = re.compile(r"\b(sessions? \d+|issues? #?\d+)\b", re.I)
+DOCUMENTS = [ROOT / "README.md", ROOT / "archive" / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "workflow" / "config").glob("*.yaml"))]
+
+
+def _hits(text: str) -> list[str]:
+    return [line.strip()[:120] for line in text.splitlines() if HISTORY.search(line)]
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_documents_and_configs_name_no_session_or_issue(path):
+    text = BLOCK.sub("", path.read_text()) if path.suffix == ".md" else path.read_text()
+    assert not _hits(text), f"{path.relative_to(ROOT)}: {_hits(text)[:5]}"
+
+
+def test_the_command_lines_help_names_none():
+    parser = _parser()
+    texts = [parser.format_help()]
+    for action in parser._subparsers._group_actions:
+        texts += [sub.format_help() for sub in action.choices.values()]
+    assert not [hit for text in texts for hit in _hits(text)]
+
+
+def _strings(tree: ast.AST) -> list[str]:
+    """The string literals of a module that are not docstrings (what its code may print or write)."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "reports").glob("*.py")), ids=lambda p: p.name)
+def test_the_reports_write_none(path):
+    hits = [s for s in _strings(ast.parse(path.read_text())) if HISTORY.search(s)]
+    assert not hits, f"{path.name}: {hits[:3]}"
+
+
+def test_the_check_finds_what_it_looks_for():
+    assert _hits("as issue 30 asked\nfine\n(session 12)") == ["as issue 30 asked", "(session 12)"]
+    assert _strings(ast.parse('"""doc issue 3"""\nx = "issue 4"')) == ["issue 4"]
