@@ -64,6 +64,16 @@ COSTS = {
     "stepping": "stepping seconds without compilation (wall_time less compile_time)",
 }
 
+EXPERIMENT_WORDS = {"mixture": "Two-mode mixture", "logistic": "Logistic regression", "posteriordb": "posteriordb",
+                    "custom": "Custom models", "sparse_gp": "Sparse GP", "lda": "LDA"}
+# the short words of a cost measure (a panel's title) and of a criterion's metrics (an axis label)
+COST_WORDS = {"visited": "data points read", "wall_time": "seconds", "work": "work",
+              "stepping": "seconds without compilation"}
+METRIC_WORDS = {"tv_sharp": "total variation (LOO KDE)", "test_rmse": "test RMSE",
+                "log_perplexity_common": "held-out log-perplexity", "mean_error": "|mean error| (reference sd)",
+                "log_std_ratio": "|log sd ratio|", "mean_error_max": "worst |mean error| (reference sd)",
+                "log_std_ratio_max": "worst |log sd ratio|"}
+
 Runs = list[tuple[dict, dict]]
 
 
@@ -86,8 +96,8 @@ class Criterion:
     def label(self) -> str:
         """What :meth:`score` is, in words (the figure's y-axis)."""
         if self.bounds:
-            return "max(" + ", ".join(f"|{m}| / {b:g}" for m, b in zip(self.metrics, self.bounds)) + ")"
-        return self.metrics[0]
+            return "worst of " + " and ".join(f"{METRIC_WORDS.get(m, m)} / {b:g}" for m, b in zip(self.metrics, self.bounds))
+        return METRIC_WORDS.get(self.metrics[0], self.metrics[0])
 
     def score(self, arrays: dict) -> np.ndarray:
         """The criterion's score at each evaluation of a run (lower is better; met at ≤ the threshold)."""
@@ -327,9 +337,10 @@ def _median_curve(runs: Runs, score: Callable[[dict], np.ndarray], cost: str) ->
 
 
 def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict[str, float],
-           panels: list[tuple[str, str]], out: str | Path) -> None:
+           panels: list[tuple[str, str]], out: str | Path) -> dict:
     """One panel per ``(target, cost)`` of ``panels``: each method's median score against cost (log
-    x-axis) and the threshold; the legend outside the panels, on the right."""
+    x-axis) and the threshold; the legend outside the panels, on the right. Returns what was drawn:
+    ``{"axes": [(title, x label, y label)], "legend": [entries]}``."""
     criterion = THRESHOLDS[experiment]
     cols = min(len(panels), 4 if len(groups) > 1 else len(panels))
     rows = math.ceil(len(panels) / cols)
@@ -340,19 +351,22 @@ def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict
             x, y = _median_curve(runs, criterion.score, cost)
             plot_line(ax, x, y, styles[method], label=method)
         ax.axhline(thresholds[target], color="k", ls="--", lw=1, label="threshold")
-        ax.set(xscale="log", xlabel=COSTS[cost] if cost != "work" else "work (evals + grad_evals)",
-               title=target if len(groups) > 1 else cost)
+        ax.set(xscale="log", xlabel=COSTS[cost] if cost != "work" else "work: likelihood terms + their gradients",
+               title=target if len(groups) > 1 else COST_WORDS[cost])
         ax.set_ylabel(criterion.label(), fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_axis_off()
-    legend_outside(fig, axes)
-    fig.suptitle(f"{experiment}: accuracy against cost (median over seeds); criterion: {criterion.wording}",
-                 fontsize=9)
+    legend = legend_outside(fig, axes)
+    fig.suptitle(f"{EXPERIMENT_WORDS.get(experiment, experiment)}: accuracy against cost (median over seeds); "
+                 f"criterion: {criterion.wording}", fontsize=9)
     fig.tight_layout()
     with atomic_path(out) as tmp:
         fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    drawn = {"axes": [(ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) for ax in list(axes.flat)[:len(panels)]],
+             "legend": [text.get_text() for text in legend.get_texts()]}
     plt.close(fig)
+    return drawn
 
 
 def render(experiment: str, run_files: list[str | Path], out: str | Path, figure_out: str | Path,

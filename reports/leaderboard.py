@@ -27,12 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .cost import EXPERIMENT_WORDS as TITLES
 from .cost import PMD_LABEL, THRESHOLDS, cost_to_threshold
 from .resultfiles import atomic_path, runs_by_group, runs_by_method
-
-TITLES = {"mixture": "Two-mode mixture (Figure 1)", "logistic": "Logistic regression (Figure 2)",
-          "posteriordb": "posteriordb", "custom": "Custom models", "sparse_gp": "Sparse GP (Figure 2)",
-          "lda": "LDA (Figure 2)"}
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:

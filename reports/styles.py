@@ -3,9 +3,10 @@ one legend a figure draws outside its panels.
 
 A label's family gives its hue (:data:`FAMILIES`: PMD blue, VI orange, SGMCMC green, SMC red,
 particle VI purple, the bootstrap brown, SoD pink, Gibbs grey, the LDA peers olive, NPV cyan);
-its place ``k`` in its family's table gives the rest (:func:`Style.of`): a shade of the hue (darker
-or lighter, never another hue), a line style and a marker. So ``pmd`` and ``pmd_stream`` are both
-blue and told apart by dashes and markers, and a method looks the same in every figure. The
+its place ``k`` in its family's table gives the rest (:func:`Style.of`): its own hue near the
+family's (turned into the gap beside the family's hue, :data:`TURNS`; past the turns, lighter or
+darker shades), a line style and a marker. So ``pmd``, ``pmd_stream`` and ``pmd_paper`` are three blues of distinct hue,
+told apart by colour, dashes and markers, and a method looks the same in every figure. The
 table holds the workflow registry's method names (``workflow/methods.py``, the LDA peers'
 ``baselines/peers/topic_models.py``) and the config labels of ``workflow/config/*.yaml``; every
 known label and its ``_tuned`` variant has a look no other known label has.
@@ -26,6 +27,7 @@ unknown labels are placed in sorted order after the known ones, whatever the fig
 
 from __future__ import annotations
 
+import colorsys
 import zlib
 from dataclasses import dataclass
 from typing import Iterable
@@ -68,11 +70,25 @@ PLACE = {label: (hue, k) for hue, labels in FAMILIES.values() for k, label in en
 SIZE = {hue: len(labels) for hue, labels in FAMILIES.values()}
 
 
+# a family's hue turns, in degrees, for its places 0, 1, 2, ...: each family turns into the gap
+# beside it on the colour wheel (PMD's blue towards purple, SMC's red towards pink, ...), so its
+# members have distinct hues near the family's and stay clear of the other families' hues
+TURNS: dict[str, tuple[float, ...]] = {
+    "#1f77b4": (0, 22, 42), "#ff7f0e": (0, 14, -14), "#2ca02c": (0, 28, -28), "#d62728": (0, -18, -34),
+    "#9467bd": (0, 26), "#bcbd22": (0, 14, -14), "#17becf": (0, -16),
+}
+
+
 def _shade(hue: str, k: int) -> str:
-    """The ``k``-th shade of ``hue``: mixed with black or white by up to 35% (``k = 0``: the hue
-    itself), stepping by the golden ratio so that neighbouring places differ."""
-    t = 0.7 * ((k * 0.6180339887 + 0.5) % 1.0 - 0.5)
-    rgb = np.asarray(to_rgb(hue))
+    """The ``k``-th colour of the family whose hue is ``hue``: the hue turned by the family's
+    :data:`TURNS` (``k = 0``: the hue itself), and past its turns a lighter or darker shade of
+    them (by up to 35%, stepping by the golden ratio). A family without turns (grey, brown, pink:
+    one or two members in any figure) differs by shade alone."""
+    turns = TURNS.get(hue, (0,))
+    h, light, sat = colorsys.rgb_to_hls(*to_rgb(hue))
+    rgb = np.asarray(colorsys.hls_to_rgb((h + turns[k % len(turns)] / 360.0) % 1.0, light, sat))
+    rounds = k // len(turns)
+    t = 0.7 * ((rounds * 0.6180339887 + 0.5) % 1.0 - 0.5) if rounds else 0.0
     return to_hex(rgb + t * (1.0 - rgb) if t > 0 else rgb * (1.0 + t))
 
 

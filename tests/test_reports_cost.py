@@ -223,3 +223,16 @@ def test_stepping_is_the_wall_time_less_the_compilation_and_only_where_a_run_tim
     assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "stepping")["pmd"].costs == (pytest.approx(1.0),)
     older = run({"tv": [1.0, 0.6, 0.4, 0.4, 0.4]})  # written before the runner timed compilation
     assert not any(cost._counted([(older, {})], "stepping")) and all(cost._counted([(timed, {})], "stepping"))
+
+
+def test_the_cost_figure_is_labelled_in_words_with_every_method_in_its_legend(tmp_path):
+    runs = {"pmd": [(run({"tv_sharp": [1.0, 0.5, 0.3, 0.25, 0.25]}), {})],
+            "svi": [(run({"tv_sharp": [1.0, 0.9, 0.8, 0.5, 0.28]}), {})]}
+    drawn = cost.figure("mixture", {"": runs}, {"": 0.3}, [("", c) for c in ("visited", "wall_time", "work")],
+                        tmp_path / "cost.png")
+    assert drawn["legend"] == ["pmd", "threshold", "svi"] or set(drawn["legend"]) == {"pmd", "svi", "threshold"}
+    for title, xlabel, ylabel in drawn["axes"]:
+        for text in (title, xlabel, ylabel):
+            assert text and not any(name in text for name in ("tv_sharp", "wall_time", "grad_evals", "_")), text
+    assert [title for title, _, _ in drawn["axes"]] == ["data points read", "seconds", "work"]
+    assert drawn["axes"][0][2] == "total variation (LOO KDE)"

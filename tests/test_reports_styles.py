@@ -4,6 +4,7 @@ labels get a stable look; and Figure 1 drawn for labels that shared colours befo
 and the rate's figures) shows one legend of distinct handles outside its panels."""
 
 import colorsys
+import itertools
 import json
 from pathlib import Path
 
@@ -17,10 +18,12 @@ from matplotlib.colors import to_rgb
 from pmd_bench.baselines.peers.topic_models import PEERS
 from pmd_bench.reports import figure1, styles, table1
 from pmd_bench.reports import rate as rate_report
+from pmd_bench.workflow.config import load as load_config
 from pmd_bench.workflow.methods import METHODS
 from pmd_bench.workflow.results import save_npz
 
-CONFIGS = sorted((Path(__file__).parents[1] / "workflow" / "config").glob("*.yaml"))
+ROOT = Path(__file__).parents[1]
+CONFIGS = sorted((ROOT / "workflow" / "config").glob("*.yaml"))
 
 
 def labels_in(section) -> set[str]:
@@ -78,13 +81,29 @@ def test_every_registry_method_has_a_family_and_every_known_look_is_unique():
     assert len({triple(styles.style(label)) for label in everything}) == len(everything)
 
 
-def test_a_family_shares_its_hue_and_differs_in_line_style_or_marker():
+def test_a_familys_members_have_distinct_hues_near_the_familys_and_differ_in_line_style_or_marker():
     pmd, stream, paper, tuned = (styles.style(label) for label in ("pmd", "pmd_stream", "pmd_paper", "pmd_tuned"))
-    assert hue(pmd.color) == pytest.approx(hue(stream.color), abs=0.01) == pytest.approx(hue(paper.color), abs=0.01)
+    turns = [abs((hue(s.color) - hue(pmd.color) + 0.5) % 1.0 - 0.5) for s in (stream, paper)]
+    assert all(0.04 <= t <= 0.13 for t in turns), turns  # 15° to 45° from PMD's blue, and from each other
+    assert abs(hue(stream.color) - hue(paper.color)) >= 0.04
     assert len({(s.linestyle, s.marker) for s in (pmd, stream, paper, tuned)}) == 4
     assert tuned.color == pmd.color and tuned.linestyle == ":"
-    assert hue(styles.style("svgd").color) == pytest.approx(hue(styles.style("opvi").color), abs=0.01)
-    assert len({hue(styles.style(label).color) for label in ("pmd", "svgd", "sgld", "smc", "svi", "npl")}) == 6
+    assert abs(hue(styles.style("svgd").color) - hue(styles.style("opvi").color)) >= 0.04
+    assert len({round(hue(styles.style(label).color), 2) for label in ("pmd", "svgd", "sgld", "smc", "svi", "npl")}) == 6
+
+
+@pytest.mark.parametrize("config", ["default", "standard", "paper"])
+def test_every_experiments_methods_have_colours_told_apart(config):
+    """Within each experiment of a config (one figure's methods), every two colours are at least
+    0.12 apart in RGB (unit cube): PMD's variants are not three near-identical blues."""
+    cfg = load_config(ROOT / "workflow" / "config" / f"{config}.yaml")
+    for experiment in ("mixture", "logistic", "custom", "posteriordb", "sparse_gp", "lda"):
+        if experiment not in cfg:
+            continue
+        looks = styles.panel_styles(cfg[experiment]["methods"])
+        close = [(a, b) for a, b in itertools.combinations(looks, 2)
+                 if np.linalg.norm(np.subtract(to_rgb(looks[a].color), to_rgb(looks[b].color))) < 0.12]
+        assert not close, (experiment, close)
 
 
 def test_a_look_is_the_same_in_every_call_and_every_figure():
@@ -97,7 +116,7 @@ def test_a_look_is_the_same_in_every_call_and_every_figure():
 
 def test_unknown_labels_get_a_look_and_colliding_ones_are_moved_apart():
     assert styles.style("pmd_mine").color != styles.style("pmd").color
-    assert hue(styles.style("pmd_mine").color) == pytest.approx(hue(styles.style("pmd").color), abs=0.01)
+    assert abs((hue(styles.style("pmd_mine").color) - hue(styles.style("pmd").color) + 0.5) % 1.0 - 0.5) <= 0.13
     assert styles.style("x").color in {styles._shade(h, k) for h in styles.RESERVED for k in range(styles.SPREAD)}
     for a, b in (("mine6", "mine60"), ("pmd_mine9", "pmd_mine22")):  # hash onto the same look
         assert styles.style(a) == styles.style(b)
