@@ -39,6 +39,7 @@ written before 2026-11-27). A table and a figure show the measures some run coun
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,18 +124,19 @@ class Criterion:
         return any(all(f"curve/{m}" in a for m in self.metrics) for rs in runs.values() for a, _ in rs)
 
 
-# posteriordb: "max |mean error| ≤ 0.5 reference sd AND max |log sd ratio| ≤ 0.3" (the accuracy asked of PMD's defaults);
-# the custom experiment (a user's model files, workflow/experiments/custom.py) is scored the same way
-REFERENCE_DRAWS = Criterion("max |mean error| ≤ 0.5 reference sd and max |log sd ratio| ≤ 0.3",
-                            ("mean_error_max", "log_std_ratio_max"), bounds=GOAL, group="posterior")
+# the one criterion of every target scored by its moments against reference draws (posteriordb,
+# the custom models, logistic regression): the WORST coordinate's |mean error| ≤ 0.5 reference sd
+# and its |log sd ratio| ≤ 0.3, so no coordinate's error hides behind an average or a signed mean
+MOMENTS = Criterion("max |mean error| ≤ 0.5 reference sd and max |log sd ratio| ≤ 0.3",
+                    ("mean_error_max", "log_std_ratio_max"), bounds=GOAL)
+REFERENCE_DRAWS = dataclasses.replace(MOMENTS, group="posterior")  # one target per posterior or model
 
 # The thresholds of the equal-cost view, one per experiment:
 THRESHOLDS = {
     "posteriordb": REFERENCE_DRAWS,
     "custom": REFERENCE_DRAWS,
-    # logistic: "the same two", on the logistic table's metrics against the NUTS reference
-    "logistic": Criterion("|mean error| ≤ 0.5 reference sd and |log σ_q/σ_ref| ≤ 0.3",
-                          ("mean_error", "log_std_ratio"), bounds=GOAL),
+    # logistic: the same criterion against the NUTS reference (its runs score the worst coordinate too)
+    "logistic": MOMENTS,
     # mixture: "tv ≤ 1.5 × the floor's tv" (the floor: exact posterior draws, in the data file), on the
     # LOO-KDE TV (tv_sharp): H.1's coarse estimator scores the floor's own exact draws at 0.58 on the
     # default config (n = 300) and one Gaussian in one mode at 0.55, so 1.5 times its floor is met by

@@ -120,8 +120,10 @@ def digest(boards: list[str | Path], out: str | Path, source: str) -> str:
         first = result["rows"][0]
         place = next((k for k, r in enumerate(result["rows"], 1) if r["method"] == PMD_LABEL), None)
         pmd = result["rows"][place - 1] if place else None
+        name = (first["method"] if first["reached"] else
+                f"none reached (closest at the end: {first['method']}, {_num(first['final_score'], '.2f')}× the threshold)")
         lines.append(
-            f"| {TITLES.get(result['experiment'], result['experiment'])} | {first['method']} | "
+            f"| {TITLES.get(result['experiment'], result['experiment'])} | {name} | "
             f"{first['reached']}/{first['cells']} | {_num(first['work'])} | {_num(first['seconds'])} | "
             + (f"{place} of {len(result['rows'])} | {pmd['reached']}/{pmd['cells']} | {_num(pmd['work'])} | "
                f"{_num(pmd['seconds'])} |" if pmd else "— | — | — | — |"))

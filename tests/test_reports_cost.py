@@ -59,8 +59,20 @@ def test_uncounted_work_is_nan_not_a_cost():
 
 def test_the_absolute_criteria_ask_for_both_bounds():
     logistic = cost.THRESHOLDS["logistic"]
-    arrays = run({"mean_error": [0.4, 0.4, 0.4, 0.6, 0.4], "log_std_ratio": [-0.35, -0.25, 0.31, -0.1, 0.29]})
+    arrays = run({"mean_error_max": [0.4, 0.4, 0.4, 0.6, 0.4],
+                  "log_std_ratio_max": [0.35, 0.25, 0.31, 0.1, 0.29],
+                  # the averaged metrics would pass every evaluation: the criterion does not read them
+                  "mean_error": [0.1] * 5, "log_std_ratio": [0.0] * 5})
     assert list(logistic.score(arrays) <= logistic.threshold({})) == [False, True, False, False, True]
+
+
+def test_one_criterion_scores_every_moment_target():
+    """posteriordb, the custom models and logistic regression: one criterion, the worst coordinate's
+    mean error and log sd ratio (the posteriordb and custom ones split their runs by posterior)."""
+    criteria = [cost.THRESHOLDS[e] for e in ("posteriordb", "custom", "logistic")]
+    assert {(c.wording, c.metrics, c.bounds) for c in criteria} == {
+        (cost.MOMENTS.wording, ("mean_error_max", "log_std_ratio_max"), (0.5, 0.3))}
+    assert cost.THRESHOLDS["logistic"] is cost.MOMENTS
 
 
 def test_relative_thresholds_come_from_the_floor_and_from_the_best_final(tmp_path):

@@ -1,0 +1,47 @@
+"""The leaderboard (reports/leaderboard.py): cells reached, work and seconds to reach over the
+reached cells, the final score, the order, and the digest's wording, on hand-made run files."""
+
+import json
+
+import numpy as np
+
+from pmd_bench.reports import leaderboard
+from pmd_bench.workflow.results import save_npz
+
+VISITED = np.array([0, 10, 20, 30])
+
+
+def _run(folder, method, seed, score, work=(0.0, 10.0, 20.0, 30.0), wall=(0.0, 1.0, 2.0, 3.0), posterior=None):
+    arrays = {"visited": VISITED, "curve/mean_error_max": np.asarray(score, float) * 0.5,
+              "curve/log_std_ratio_max": np.zeros(4), "curve/evals": np.asarray(work, float),
+              "curve/grad_evals": np.zeros(4), "curve/wall_time": np.asarray(wall, float)}
+    path = folder / (posterior or "") / method / f"seed{seed}.npz"
+    save_npz(path, arrays, {"method": method, "seed": seed, **({"posterior": posterior} if posterior else {})})
+    return path
+
+
+def test_the_board_counts_cells_and_reads_costs_over_the_reached_ones(tmp_path):
+    files = [_run(tmp_path, "a", 0, [2, 0.5, 0.5, 0.5]), _run(tmp_path, "a", 1, [2, 2, 2, 0.9]),  # both reach
+             _run(tmp_path, "b", 0, [2, 2, 0.8, 0.8]), _run(tmp_path, "b", 1, [2, 2, 2, 3.0]),  # one of two
+             _run(tmp_path, "c", 0, [1, 0.5, 0.4, 0.3], work=(0.0, 1.0, 2.0, 3.0)),  # reaches at once, cheaply
+             _run(tmp_path, "c", 1, [1, 0.5, 0.4, 0.3], work=(0.0, 1.0, 2.0, 3.0))]
+    result = leaderboard.board("logistic", files)
+    rows = {r["method"]: r for r in result["rows"]}
+    assert [r["method"] for r in result["rows"]] == ["c", "a", "b"]  # share reached, then median work
+    assert (rows["a"]["reached"], rows["a"]["cells"], rows["a"]["work"]) == (2, 2, 20.0)  # median of 10 and 30
+    assert rows["a"]["work_iqr"] == [15.0, 25.0] and rows["a"]["seconds"] == 2.0
+    assert (rows["b"]["reached"], rows["b"]["work"]) == (1, 20.0)
+    assert rows["b"]["final_score"] == np.median([0.8, 3.0])
+    assert rows["c"]["work"] == 0.0  # met at its first evaluation: nothing spent
+    text = leaderboard.markdown(result)
+    assert "| 1 | c | 2/2 |" in text and "| 3 | b | 1/2 | 20 (20-20) |" in text
+
+
+def test_several_targets_are_cells_and_the_digest_says_when_none_reached(tmp_path):
+    files = [_run(tmp_path, m, 0, s, posterior=p) for p in ("p1", "p2") for m, s in
+             (("pmd", [2, 2, 2, 1.5]), ("svi", [2, 2, 2, 1.2]))]
+    leaderboard.render("posteriordb", files, tmp_path / "leaderboard_posteriordb.md")
+    result = json.loads((tmp_path / "leaderboard_posteriordb.json").read_text())
+    assert result["targets"] == 2 and [r["cells"] for r in result["rows"]] == [2, 2]
+    text = leaderboard.digest([tmp_path / "leaderboard_posteriordb.json"], tmp_path / "digest.md", "From here")
+    assert "none reached (closest at the end: svi, 1.20× the threshold)" in text and "| 2 of 2 | 0/2 |" in text
