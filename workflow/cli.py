@@ -191,7 +191,8 @@ def _parser() -> argparse.ArgumentParser:
     p = verb("add-method", config=False, help="run one method on every experiment of a config it can run and render "
                                           "the leaderboards with its rows beside the config's committed results")
     p.add_argument("method", help="path/to/file.py:ClassName, package.module:ClassName or a registry name")
-    p.add_argument("--config", help="the config whose results it joins (default: the embedded default)")
+    p.add_argument("--config", default=argparse.SUPPRESS,
+                   help="the config whose results it joins (default: the embedded default); before or after the verb")
     p.add_argument("--label", help="its row's name (default: the class name in snake case)")
     p.add_argument("--params", help="JSON object of the method's hyperparameters")
     p.add_argument("--cores", type=int, default=2, help="Snakemake's --cores (default 2)")
