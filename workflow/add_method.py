@@ -130,6 +130,13 @@ def prepare(name: str, cfg: dict, results: Path, labels: dict[str, list[str]]) -
             else f"the results in {results}")
 
 
+def _has_runs(cfg: dict, experiment: str, results: Path) -> bool:
+    """Whether ``results`` holds run files of ``experiment`` (of each custom model, for custom)."""
+    if experiment == "custom":
+        return all(any((results / "custom" / m / "runs").glob("*/seed*.npz")) for m in cfg["custom"]["models"])
+    return any((results / experiment / "runs").rglob("seed*.npz"))
+
+
 def _write_resolved(path: Path, overlays: list[Path], results: Path) -> None:
     """Write the resolved config (the config and ``overlays`` merged as Snakemake merges config
     files, defaults filled, as the rule ``resolved_config`` writes it) and create the tracking store
@@ -185,6 +192,14 @@ def add(spec: str, config_path: str | None = None, label: str | None = None, par
     for experiment in experiments:
         labels.setdefault(experiment, []).append(label)
     source = prepare(name, cfg, results, labels)
+    missing = [e for e in experiments if not _has_runs(cfg, e, results)]
+    if missing:
+        print(f"left out: {', '.join(missing)} (no committed results of {name} to rank beside; run the config's "
+              f"{' and '.join(missing)} stage first)", flush=True)
+        experiments = [e for e in experiments if e not in missing]
+        if not experiments:
+            raise AddMethodError(f"none of the experiments {cls.__name__} runs in has results of {name}")
+        labels = {e: names for e, names in labels.items() if e in experiments}
     folder.mkdir(parents=True, exist_ok=True)
     overlay = folder / f"{label}.yaml"
     overlay.write_text(yaml.safe_dump({"results_dir": shown,
