@@ -49,6 +49,8 @@ def board(experiment: str, run_files: list[str | Path], data: str | Path | None 
     if not groups:
         raise ValueError(f"no run has the curves {', '.join(criterion.metrics)} that the {experiment} criterion reads")
     cells: dict[str, dict[str, list[float]]] = {}
+    charged = sorted({m for runs in groups.values() for m, rs in runs.items() for a, _ in rs
+                      if len(a.get("curve/work_charged", ())) and a["curve/work_charged"][-1] > 0})
     for runs in groups.values():
         threshold = criterion.threshold(runs, data)
         reach = {cost: cost_to_threshold(runs, criterion.score, lambda _: threshold, cost)
@@ -69,7 +71,8 @@ def board(experiment: str, run_files: list[str | Path], data: str | Path | None 
                      "final_score": float(np.median(c["final"]))})
     rows.sort(key=lambda r: (-r["reached"] / r["cells"], r["work"] if not math.isnan(r["work"]) else math.inf,
                              r["final_score"]))
-    return {"experiment": experiment, "criterion": criterion.wording, "targets": len(groups), "rows": rows}
+    return {"experiment": experiment, "criterion": criterion.wording, "targets": len(groups), "rows": rows,
+            "charged": charged}
 
 
 def _num(value: float, digits: str = ".3g") -> str:
@@ -92,6 +95,9 @@ def markdown(result: dict) -> str:
     for k, r in enumerate(result["rows"], 1):
         lines.append(f"| {k} | {r['method']} | {r['reached']}/{r['cells']} | {_with_iqr(r['work'], r['work_iqr'])} | "
                      f"{_with_iqr(r['seconds'], r['seconds_iqr'])} | {_num(r['final_score'], '.2f')} |")
+    if result.get("charged"):
+        lines += ["", f"Work charged, not counted: {', '.join(f'`{m}`' for m in result['charged'])} report no work, so "
+                      "each step is charged the likelihood terms of its batch at its particles (m·B, no gradients)."]
     return "\n".join(lines) + "\n"
 
 

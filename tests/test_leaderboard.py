@@ -45,3 +45,13 @@ def test_several_targets_are_cells_and_the_digest_says_when_none_reached(tmp_pat
     assert result["targets"] == 2 and [r["cells"] for r in result["rows"]] == [2, 2]
     text = leaderboard.digest([tmp_path / "leaderboard_posteriordb.json"], tmp_path / "digest.md", "From here")
     assert "none reached (closest at the end: svi, 1.20× the threshold)" in text and "| 2 of 2 | 0/2 |" in text
+
+
+def test_a_method_charged_for_its_work_is_named(tmp_path):
+    files = [_run(tmp_path, "a", 0, [2, 0.5, 0.5, 0.5]), _run(tmp_path, "b", 0, [2, 0.5, 0.5, 0.5])]
+    from pmd_bench.workflow.results import load_npz
+
+    arrays, meta = load_npz(files[1])
+    save_npz(files[1], {**arrays, "curve/work_charged": np.ones(4)}, meta)
+    text = leaderboard.markdown(leaderboard.board("logistic", files))
+    assert "Work charged, not counted: `b` report no work" in text and "`a`" not in text
