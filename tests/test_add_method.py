@@ -85,7 +85,6 @@ def test_a_method_from_outside_the_project_joins_the_defaults_leaderboards(tmp_p
     """The README's promise: a method file outside the project, added to the default config's
     committed results, runs alone (Snakemake's job list holds only its runs and the tables) and
     has its rows, with work, seconds and error, in the mixture's and the custom model's tables."""
-    from pmd_bench.workflow.methods import check_config  # noqa: F401  (the overlay is checked by the Snakefile)
 
     outside = tmp_path / "elsewhere" / "langevin.py"
     outside.parent.mkdir()

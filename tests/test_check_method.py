@@ -3,7 +3,7 @@ point fails there, named, with exit status 1; every built-in generic method pass
 
 from __future__ import annotations
 
-import textwrap
+import functools
 from pathlib import Path
 
 import pytest
@@ -69,13 +69,37 @@ def test_names_what_is_missing(tmp_path):
     assert "defines no 'Missing'" in check_method(f"{path}:Missing").checks[0].detail
 
 
+# Peers whose library defaults miss the accuracy point at check-method's budget (40 steps of 25 rows
+# on N = 500): measured, each a step size for a problem of another scale. The workflow's configs set
+# them (workflow/config/*.yaml); strict, so a peer that starts passing fails here until moved out.
+LIBRARY_DEFAULTS_MISS = {
+    "blackjax_svgd": "BlackJAX's SVGD at step_size 0.01 diverges on a likelihood summed over N = 500 rows",
+    "numpyro_svi": "NumPyro's Adam at learning rate 0.01 is 22 posterior sd short after 40 steps",
+}
+
+
+GENERIC = sorted(n for n in METHODS if "model" in handles(METHODS[n]))
+_report = functools.cache(check_method)  # one check per method for both tests below
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(n for n in METHODS if "model" in handles(METHODS[n])))
-def test_builtin_methods_pass(name):
-    """Every built-in method that runs on a generic model passes at its defaults (the accuracy
-    point's bounds are generous: 5 posterior sd and a factor 3, module docstring)."""
-    report = check_method(name)
-    assert report.ok, str(report)
+@pytest.mark.parametrize("name", GENERIC)
+def test_builtin_methods_meet_every_contract_point(name):
+    """Every built-in method that runs on a generic model meets every point but the accuracy one
+    at its defaults (the next test)."""
+    report = _report(name)
+    assert all(c.ok for c in report.checks[:-1]), str(report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(reason=LIBRARY_DEFAULTS_MISS[n], strict=True))
+    if n in LIBRARY_DEFAULTS_MISS else n for n in GENERIC])
+def test_builtin_methods_are_accurate_at_their_defaults(name):
+    """... and is within the accuracy point's generous bounds (5 posterior sd and a factor 3, module
+    docstring), but for the peers whose library defaults are for problems of another scale."""
+    report = _report(name)
+    assert report.checks[-1].ok, str(report)
 
 
 def test_a_method_that_reports_no_work_is_charged_its_batches_and_the_cost_table_says_so(tmp_path):
