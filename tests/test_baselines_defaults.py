@@ -55,6 +55,7 @@ def test_meanfield_svi_defaults_reach_the_meanfield_optimum(passes):
     np.testing.assert_array_less(np.abs(np.log(sd / optimum_sd)), 0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data
 def test_fullrank_svi_defaults_leave_the_laplace_mode_for_the_gaussian_optimum_on_mesquite(posteriordb_settings):
     """posteriordb's mesquite (46 rows, d = 8): the Laplace mode's log noise scale lies 0.85
@@ -88,6 +89,7 @@ def test_svi_prior_start_is_kept_as_an_option():
     np.testing.assert_allclose(sd, REG.prior_std, rtol=0.1)  # the covariance of 1000 prior draws
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["npl", "svgd", "npv"])
 def test_a_diverging_run_is_an_error_naming_the_step_and_step_size(name):
     """NPL, SVGD and SGD NPV, like SGLD: a step size far past the problem's scale sends the iterates

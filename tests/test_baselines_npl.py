@@ -52,6 +52,7 @@ def conjugate_runs():
     return conj, at(full, N, 8), at(mini, 50, 10)
 
 
+@pytest.mark.slow
 def test_full_data_replicates_have_the_closed_form_npl_posterior(conjugate_runs):
     # M replicates, each optimised to round-off (SGD with step 1/N on a quadratic of curvature
     # G ≈ N ± √N: 8 steps contract the error by |1 - G/N|^8 ≈ 1e-12). Tolerances: 4 Monte Carlo

@@ -22,6 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import pmd
 from pmd_bench.baselines import NPV, StochasticNPV
@@ -48,6 +49,7 @@ def _assert_posterior_moments(conj: Conjugate, post: MixturePosterior, grad_l2: 
     assert abs(np.trace(np.asarray(post.cov(), np.float64)) - d / P) < trace_tol
 
 
+@pytest.mark.slow
 def test_full_data_npv_converges_to_the_posterior_mean_and_trace():
     conj = Conjugate.make(num_data=100)
     algo = NPV(conj.model, data_size=100, num_particles=30, data=conj.data, iterations=50, init="prior")

@@ -101,6 +101,7 @@ def test_data_tempered_smc_brings_in_a_batch_the_prior_explains_badly_in_stages(
     _check_particles(res.posterior, conj)
 
 
+@pytest.mark.slow
 def test_data_tempered_smc_drops_particles_outside_the_batch_support():
     """``x_n ~ N(θ, I)`` but ``p(x|θ) = 0`` where ``θ_0 < 0.25`` (its log written ``-∞`` or, for half
     of them, NaN): about 60 % of the prior draws lie outside the likelihood's support, and one batch
@@ -138,6 +139,7 @@ def test_hmc_mass_matrix_keeps_a_narrow_coordinate_beside_a_wide_one():
     np.testing.assert_allclose(np.diag(inverse_mass), np.diag(cov), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_data_tempering_adds_each_row_once():
     """Without resampling (threshold 0) the weights are the prior draws' likelihood of the rows
     added so far — the first 30 of the order drawn at init — normalised: importance sampling."""
@@ -216,6 +218,7 @@ def _half_line(num_data: int = 50, seed: int = 0):
     return model, jnp.asarray(x), mean, var
 
 
+@pytest.mark.slow
 def test_tempered_smc_starts_inside_the_likelihoods_support():
     """Half the prior's draws have log-likelihood -∞: BlackJAX started at the prior weights them
     by ``0 · ∞`` (NaN) at its first stage. Started at the prior restricted to the support (the path's
@@ -235,6 +238,7 @@ def test_tempered_smc_starts_inside_the_likelihoods_support():
     assert float(res.info["evals"][0]) >= float(state.start_evals)
 
 
+@pytest.mark.slow
 def test_tempered_smc_with_no_start_inside_the_support_is_an_error_naming_the_stage():
     """Where no prior draw has a finite likelihood in ``MAX_START_ROUNDS`` rounds, the weights go
     non-finite and ``posterior`` says so instead of returning NaN weights."""

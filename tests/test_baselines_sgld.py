@@ -84,6 +84,7 @@ def _scan_chains(step, start, key, rows, data):
     return jax.lax.scan(body, start, (jax.random.split(key, rows.shape[0]), rows))[0]
 
 
+@pytest.mark.slow
 def test_parallel_sgld_matches_blackjax_sgld():
     """Same model, step, batches and chain count: the two final clouds are indistinguishable.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import pmd
 from pmd_bench.baselines import OnePassSMC
@@ -54,6 +55,7 @@ def test_kernel_posterior_keeps_the_weighted_moments():
     np.testing.assert_allclose(post.cov(), particles.cov(), rtol=1e-4, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_reads_each_datum_once_then_stops():
     """95 data in batches of 10: the 10th batch straddles two passes and only its first 5 rows
     are read; every step after that changes nothing and reports no data visited."""

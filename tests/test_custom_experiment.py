@@ -276,6 +276,7 @@ def test_tuning_a_custom_model_and_running_the_choice(tmp_path, one_datum):
         assert meta["tuning"]["evals"] > 0
 
 
+@pytest.mark.workflow
 def test_the_agreement_asked_for_without_a_mirror_fails_with_the_reason(tmp_path):
     """workflow/config/custom_posteriordb.yaml without an offline mirror: the posteriordb experiment is
     skipped, and asking for the agreement table fails with why, not with "no rule to produce"."""

@@ -134,6 +134,7 @@ def _dry_run_targets(tmp_path: Path, configfile: str, env: dict[str, str]) -> se
     return set(re.findall(r"res/data/([\w.-]+)", result.stdout + result.stderr))
 
 
+@pytest.mark.slow
 def test_default_config_needs_no_mirror_and_standard_uses_one_when_set(tmp_path):
     default = _dry_run_targets(tmp_path, "workflow/config/default.yaml", {})
     assert default == {"mnist-small-6v8.npz", "gp1d-synth.npz", "wikipedia-pypi"}  # no download beyond PyPI

@@ -34,6 +34,7 @@ def total(model, data, theta):
     return model.log_prior(theta) + jnp.sum(jax.vmap(model.log_likelihood, (None, 0))(theta, data))
 
 
+@pytest.mark.slow
 def test_log_density_is_numpyros_on_the_unconstrained_scale(problem):
     """``log_prior + Σ log_likelihood`` equals minus NumPyro's own potential energy (the unconstrained
     log joint, Jacobians included) at prior draws, to float32 rounding."""

@@ -148,6 +148,7 @@ def test_pmd_matches_nuts(converted):
     assert np.all(errors < 0.2), errors
 
 
+@pytest.mark.slow
 def test_columns_round_trip_with_dependent_bounds():
     """``to_columns``/``from_columns`` are inverse maps, bounds that depend on another free variable
     included (``beta1 ~ U(0, 1 - alpha1)``, garch's constraint), and the columns are named in C order."""

@@ -62,6 +62,7 @@ def test_gibbs_conditional_is_exact():
     np.testing.assert_allclose(np.asarray(soft.sum(axis=-1)), 1.0, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_gibbs_follows_disjoint_topics():
     """Topics with disjoint supports leave one possible assignment per word: z must be it."""
     phi = np.zeros((3, 6), np.float32)
@@ -73,6 +74,7 @@ def test_gibbs_follows_disjoint_topics():
     np.testing.assert_array_equal(np.asarray(z)[np.asarray(mask)], (np.asarray(words) // 2)[np.asarray(mask)])
 
 
+@pytest.mark.slow
 def test_perplexity_of_one_topic_is_exact():
     """With ``K = 1``, ``θ_d = 1`` whatever the estimation half, so eq. 19 is ``p(x_dn) = Φ_{x_dn}``
     and the log-perplexity is ``-mean log Φ`` over the evaluation tokens — for both posteriors."""
@@ -105,6 +107,7 @@ def test_topic_recovery_matches_permuted_topics():
         lda.topic_recovery(truth[:2], truth)
 
 
+@pytest.mark.slow
 def test_online_vb_is_scikit_learns_algorithm():
     """Two online-VB updates from the same ``λ`` on the same batches, ours and scikit-learn's
     ``partial_fit``, agree to 1e-3 relative. Both E-steps run to a 1e-6 mean change of ``γ_d``

@@ -33,6 +33,7 @@ def test_likelihood_and_prior_match_the_formula(problem):
     np.testing.assert_allclose(np.asarray(model.log_prior_many(jnp.asarray(ws, jnp.float32))), prior, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_log_sigmoid_matches_logaddexp_with_its_first_and_second_derivatives():
     """The fast ``log σ`` is ``-logaddexp(0, -z)`` in value, slope ``σ(-z)`` and curvature ``-σ(z)σ(-z)``
     from ``-inf`` to ``+inf``, in float32 (the tolerance: a few float32 ulps of values of order 1;
@@ -131,6 +132,7 @@ def test_energy_distance_of_shifted_normals():
     assert got == pytest.approx(exact, abs=0.03)
 
 
+@pytest.mark.slow
 def test_w2_1d_equal_weights_and_replicated_weights():
     rng = np.random.default_rng(2)
     a, b = rng.normal(size=50), rng.normal(1.0, 2.0, size=50)
@@ -143,6 +145,7 @@ def test_w2_1d_equal_weights_and_replicated_weights():
     assert w2 == pytest.approx(twice, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_reference_scores_itself_as_zero_and_a_shift_by_its_size():
     rng = np.random.default_rng(3)
     draws = rng.normal([1.0, -2.0, 0.5], [0.1, 1.0, 3.0], (2000, 3))

@@ -47,6 +47,7 @@ def test_gaussian_posterior_is_scored_from_its_draws_as_exact_draws_are():
     assert s["tv"] == pytest.approx(f["tv"], abs=0.02) and s["tv"] > 1e-3
 
 
+@pytest.mark.slow
 def test_floor_orders_the_estimators():
     """1500 exact draws: the paper's estimator is coarse, the LOO KDE sharper (the brief's pitfall)."""
     from pmd.models.mixture import WellingTehMixture

@@ -78,6 +78,7 @@ def test_fixed_h2_keeps_the_moments_with_the_kernel_it_names():
     np.testing.assert_allclose(mix_cov, cov, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_neighbours_widen_the_kernel_in_high_dimension_only():
     """``neighbours = k`` raises ``h²`` to ``(k / n)^{2/d}`` where that exceeds the normal-reference
     rule: equal weights, ``n = 1000``, ``k = 10``: at ``d = 30`` ``0.01^{1/15} = 0.736`` against

@@ -39,6 +39,7 @@ def test_weights_stay_finite_for_a_million_points(strategy, variant):
     assert np.all(np.isfinite(np.asarray(post.cov())))
 
 
+@pytest.mark.slow
 def test_ess_cap_keeps_the_floor():
     """Paper variant: a KDE step with γ = 1 and N = 10⁶ would put every weight on one particle; the cap keeps the
     conditional ESS at the floor and records the γ it used."""

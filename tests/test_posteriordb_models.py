@@ -120,6 +120,7 @@ def test_shapes_columns_and_data(name, posterior):
     assert problem.model.check_batch(problem.data) == (rows or 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", POSTERIORS)
 def test_reference_draws_satisfy_the_stein_identities(name, posterior):
     """The model's posterior is the reference's: every Stein z statistic below TOLERANCE (module docstring)."""
@@ -217,6 +218,7 @@ def test_tampered_mirror_copy_is_named(posteriordb_settings, tmp_path):
         load_problem("eight_schools-eight_schools_noncentered", Settings(tmp_path / "data", tmp_path / "mirror"))
 
 
+@pytest.mark.slow
 def test_the_laplace_start_finds_arma_mode_where_the_15_draw_median_start_does_not(posteriordb_settings):
     """SVI's and SGLD's start (``baselines._common.laplace_approximation``): from NumPyro's median
     of 15 prior draws, L-BFGS ends on ARMA(1,1)'s saddle (``|θ| > 1``: the error recursion explodes);

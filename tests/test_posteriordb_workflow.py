@@ -148,6 +148,7 @@ def _dry_run(tmp_path: Path, env: dict, **section) -> subprocess.CompletedProces
                            str(config)], cwd=REPO, env=env, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.workflow
 @pytest.mark.needs_data
 def test_snakemake_lists_the_jobs_with_a_mirror(tmp_path):
     done = _dry_run(tmp_path, {**os.environ, MIRROR_ENV: _mirror()})
@@ -157,6 +158,7 @@ def test_snakemake_lists_the_jobs_with_a_mirror(tmp_path):
     assert jobs == {"posteriordb_floor": 2, "posteriordb_run": 6, "posteriordb_report": 1}  # 2 posteriors x 3 methods
 
 
+@pytest.mark.workflow
 @pytest.mark.needs_data
 def test_snakemake_tunes_each_gridded_label_on_each_posterior(tmp_path):
     done = _dry_run(tmp_path, {**os.environ, MIRROR_ENV: _mirror()}, tuning={"grids": {"pmd": {"num_particles": [1]}}})
@@ -166,6 +168,7 @@ def test_snakemake_tunes_each_gridded_label_on_each_posterior(tmp_path):
     assert jobs["posteriordb_tune"] == 2 and jobs["posteriordb_run_tuned"] == 2 and jobs["posteriordb_run"] == 6
 
 
+@pytest.mark.workflow
 def test_snakemake_skips_the_experiment_without_a_mirror(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != MIRROR_ENV}
     done = _dry_run(tmp_path, env)
@@ -192,6 +195,7 @@ def test_the_table_asked_for_without_a_mirror_fails_with_the_reason(tmp_path):
     assert not (tmp_path / "results/figures/table_posteriordb.md").exists()
 
 
+@pytest.mark.workflow
 @pytest.mark.needs_data
 def test_a_method_that_cannot_start_is_a_failed_cell(workspace, monkeypatch):
     """A method whose construction finds no start on a posterior (SVI's Laplace start raises

@@ -154,6 +154,7 @@ def outside_legend(fig, out: Path):
     return legend
 
 
+@pytest.mark.slow
 def test_figure1_legend_tells_every_method_apart_and_covers_no_panel(tmp_path, shown):
     size = (21, 27)
     grid = np.stack(np.meshgrid(np.linspace(-2, 2, size[0]), np.linspace(-3, 3, size[1]), indexing="ij"), -1)

@@ -113,6 +113,7 @@ def test_full_data_methods_take_the_data_as_an_argument(name):
     assert result.num_steps == 8
 
 
+@pytest.mark.slow
 def test_mixture_gibbs_takes_the_data_as_an_argument():
     data = np.asarray(WellingTehMixture().simulate(0, ROWS))
     method = MixtureGibbs(WellingTehMixture().model(), ROWS, 4, data=data, burn_in=2)
@@ -120,6 +121,7 @@ def test_mixture_gibbs_takes_the_data_as_an_argument():
         run(method, data, jax.random.key(0), batch_size=512, num_passes=1)
 
 
+@pytest.mark.slow
 def test_lda_smc_takes_the_corpus_as_an_argument():
     corpus = small_corpus()
     rows = corpus.train["words"].shape[0]

@@ -248,6 +248,7 @@ def test_gpjax_svgp_learned_moves_the_hyperparameters_toward_the_truth(poor_star
     assert fixed.fitted_model(fixed_result.state).lengthscale == pytest.approx(POOR["lengthscale"], rel=1e-9)
 
 
+@pytest.mark.slow
 def test_gpjax_svgp_learned_posterior_is_gpjaxs_predictive(poor_start):
     """The posterior read back from the learned state (its Z, kernel and whitening factor) predicts
     what GPJax's own ``family.predict`` does at the held-out inputs: to 1e-9 on values of order 1, as

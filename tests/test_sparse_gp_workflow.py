@@ -85,6 +85,7 @@ def test_runs_score_against_the_truth(workspace):
     assert 0.1 < smeta["peak_rss_gib"] < 24  # the process's peak: at least the Python/JAX runtime, below the machine
 
 
+@pytest.mark.workflow
 def test_reports_and_tracking(workspace):
     root, env = workspace
     text = (root / "table.md").read_text()

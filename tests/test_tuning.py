@@ -31,6 +31,7 @@ def test_validation_split_is_disjoint_and_covers_the_rows():
     np.testing.assert_array_equal(train["x"][:, 0], train["y"])  # rows stay whole
 
 
+@pytest.mark.workflow
 def test_heldout_lpd_of_a_gaussian_is_its_predictive_density():
     """One datum model ``x ~ N(θ, 1)`` (the conjugate model at d = 1); a point posterior N(0.3, tiny):
     the LPD of the validation rows is the mean of ``log N(x_v; 0.3, 1)``, to Monte Carlo error."""

@@ -26,6 +26,7 @@ from pmd_bench.workflow.results import load_npz, save_npz
 CONFIG_DIR = config_mod.DEFAULT_CONFIG.parent
 
 
+@pytest.mark.workflow
 def test_sparse_gp_criterion_is_the_mixture_predictive_density():
     """Two components with their own predictive means and variances of f: the LPD of each row is
     ``log Σ_j α_j N(y; m_j, s_j + β⁻¹)``, computed here by SciPy from the components' predictives."""

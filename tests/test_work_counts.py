@@ -57,6 +57,7 @@ def run(method, data, passes: float = 1.0, seed: int = 0):
     return pmd.run(method, data, jax.random.key(seed), batch_size=B, num_passes=passes, eval_every=B)
 
 
+@pytest.mark.slow
 def test_one_pass_smc_counts_the_batch_at_every_particle_then_nothing():
     """``B·m`` a step for the pass (Liu-West rejuvenation evaluates nothing, so the resampling
     steps add nothing), 0 for the skipped steps after it."""
@@ -66,6 +67,7 @@ def test_one_pass_smc_counts_the_batch_at_every_particle_then_nothing():
     np.testing.assert_array_equal(grads, 0)
 
 
+@pytest.mark.slow
 def test_npv_counts_every_line_search_call_on_all_rows():
     """``N·calls·m·(1 + 2d)`` evaluations and gradients: the calls of the line search adapt, so the
     count is tied to ``visited`` (``N·calls``) and bounded below by one call per iteration plus the
@@ -136,6 +138,7 @@ def test_tempered_smc_counts_its_weights_and_moves_on_all_rows():
     np.testing.assert_allclose(evals - grads, 2 * N * m * stages + start, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_data_tempered_smc_counts_new_rows_and_full_data_moves():
     """A step of the pass: ``m·B`` for the new rows, and for each of its stage moves ``2·N·m``
     evaluations of the weights, the move's gradients (bounded) and ``m·B`` for the rows again at the

@@ -241,6 +241,7 @@ def test_concurrent_runs_all_land_once_the_store_exists(tmp_path, store):
     mlflow.set_tracking_uri(None)
 
 
+@pytest.mark.workflow
 def test_smooth_kernel_config_compares_the_kernels_and_nothing_else():
     """workflow/config/pmd_smooth.yaml (the README's redraw-kernel comparison) is a config of its
     own: its mixture and posteriordb sections hold the default PMD, ``pmd_smooth`` and
