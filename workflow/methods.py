@@ -25,6 +25,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import zlib
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from importlib.metadata import entry_points
@@ -148,7 +149,7 @@ def _import_file(path: Path, attr: str) -> type:
     its own (named for the file, so two files may hold classes of one name)."""
     if not path.is_file():
         raise ConfigError(f"method file {path} does not exist")
-    name = f"pmd_bench_method_{abs(hash(str(path))):x}_{path.stem}"
+    name = f"pmd_bench_method_{zlib.crc32(str(path).encode()):08x}_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

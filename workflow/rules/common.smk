@@ -33,8 +33,10 @@ RESOLVED_CONFIG = f"{RESULTS}/config.yaml"
 # rerun decision only through each job's params `settings` (job_settings): the experiment's
 # settings and the job's own method entry. So adding, removing or changing one method reruns that
 # method's jobs (and the tables that read them), never the others'; a changed experiment setting
-# reruns the experiment. Both files are `ancient`: a rewritten config or a new tracking store sends
-# no job again, and run files restored from archive/ (which have no Snakemake records) count as done.
+# reruns the experiment. Both files are `ancient`: once they exist, a rewritten config or tracking
+# store sends no job again, and run files restored from archive/ (which have no Snakemake records)
+# count as done (`pmd-bench archive restore` and `add-method` make both before Snakemake starts; an
+# ancient input that Snakemake itself creates still counts as updated).
 TRACKING_STORE = ancient(f"{RESULTS}/.tracking-store")
 
 
