@@ -199,7 +199,6 @@ def add(spec: str, config_path: str | None = None, label: str | None = None, par
         experiments = [e for e in experiments if e not in missing]
         if not experiments:
             raise AddMethodError(f"none of the experiments {cls.__name__} runs in has results of {name}")
-        labels = {e: names for e, names in labels.items() if e in experiments}
     folder.mkdir(parents=True, exist_ok=True)
     overlay = folder / f"{label}.yaml"
     overlay.write_text(yaml.safe_dump({"results_dir": shown,
