@@ -1,5 +1,5 @@
 # pmd-bench: `snakemake --cores N` reproduces the paper's figures at smoke size from
-# workflow/config/default.yaml (about 15 minutes on 2 cores); `--configfile
+# workflow/config/default.yaml (its measured time: the README's config-times block); `--configfile
 # workflow/config/standard.yaml` runs the former, larger default and `--configfile
 # workflow/config/paper.yaml` the paper's full settings.
 from snakemake.utils import validate
