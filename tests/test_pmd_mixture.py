@@ -78,7 +78,7 @@ def test_default_pmd_keeps_both_modes_at_their_mass(problem, case):
         tvs.append(score(post, true, jax.random.key(100 + seed), 1000)["tv_sharp"])
     assert all(0.25 < r < 0.75 for r in rights), rights
     assert abs(np.mean(rights) - exact_right) < 3 * mass_sd / np.sqrt(RUNS), (rights, exact_right)
-    exact = floor(true, jax.random.key(7), 1000)["tv_sharp"]
+    exact = floor(true, jax.random.key(7), 1000, repeats=5)["tv_sharp"]
     assert np.mean(tvs) < tv_factor * exact, (tvs, exact)
 
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import mlflow
 import numpy as np
 
-from pmd.metrics import Grid, GridPosterior, floor, kde_fit, loo_bandwidth, score
+from pmd.metrics import FLOOR_REPEATS, Grid, GridPosterior, floor_scores, floor_summary, kde_fit, loo_bandwidth, score
 from pmd.models.mixture import WellingTehMixture
 
 from .. import methods
@@ -30,15 +30,20 @@ def grid_of(cfg: dict) -> Grid:
 
 
 def make_data(cfg: dict, out: str | Path) -> dict:
-    """Simulate the data, compute the exact posterior on the grid and the exact-draws floor."""
+    """Simulate the data, compute the exact posterior on the grid and the exact-draws floor: the
+    mean score of :data:`pmd.metrics.FLOOR_REPEATS` sets of ``score_samples`` exact draws
+    (``floor``; :func:`pmd.metrics.floor`), with the standard deviation of one set's score
+    (``floor_sd``)."""
     mix = WellingTehMixture()
     x = mix.simulate(cfg["data_seed"], cfg["num_data"], tuple(cfg["true_theta"]))
     grid = grid_of(cfg)
     true = mix.grid_posterior(x, grid)
-    floors = floor(true, jax.random.key(cfg["data_seed"]), cfg["score_samples"])
+    floors, spread = floor_summary(true, floor_scores(true, jax.random.key(cfg["data_seed"]), cfg["score_samples"]))
     points = grid.points
     mass_right = float(np.exp(np.asarray(true.log_prob))[points[:, 0] > 0].sum())
-    meta = {"floor": floors, "floor_samples": cfg["score_samples"], "mass_theta1_positive": mass_right,
+    meta = {"floor": floors, "floor_samples": cfg["score_samples"], "floor_sets": FLOOR_REPEATS,
+            "floor_sd": spread,
+            "mass_theta1_positive": mass_right,
             "num_data": len(x),
             "grid": {"lower": list(grid.lower), "upper": list(grid.upper), "size": list(grid.size)}}
     save_npz(out, {"x": x, "log_prob": np.asarray(true.log_prob)}, meta)
