@@ -64,6 +64,7 @@ class RunResult:
     info: dict[str, np.ndarray] = field(default_factory=dict)
     compile_seconds: float = 0.0  # of step_seconds: compiling the init's and the steps' programs (module docstring)
     init_seconds: float = 0.0  # of step_seconds: the plan, the data to the device and the init, compilation included
+    start_seconds: float = 0.0  # of step_seconds: building the method (``start``), compilation included
 
 
 def _data_size(data: Any) -> int:
@@ -187,6 +188,7 @@ def run(
     eval_every: int | None = None,
     evaluate: Callable[[Posterior, Array], Mapping[str, float]] | None = None,
     logger: Logger | None = None,
+    start: tuple[float, float] = (0.0, 0.0),
 ) -> RunResult:
     """Run ``method`` for ``num_passes`` passes over ``data`` in mini-batches of ``batch_size``.
 
@@ -203,6 +205,11 @@ def run(
         evaluate: returns a mapping of metric names to floats; the step's ``info`` values (e.g.
             PMD's ``gamma`` and ``ess``) are added to the curves too.
         logger: receives every evaluation with ``step`` = data points visited.
+        start: ``(seconds, compile_seconds)`` spent building ``method`` before the run (a Laplace
+            fit in its constructor: :func:`workflow.methods.build_timed` measures it): the clock
+            (``step_seconds``, the curve ``wall_time``) and its compilation (``compile_seconds``,
+            ``compile_time``) start there, so a run's seconds run from the method's construction,
+            as its work runs from its ``start_work``.
 
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A step reports its
@@ -219,7 +226,7 @@ def run(
     check_data(data)
     _check_method_data(method, data)
     (result,) = _drive(method, data, [key], batched=False, batch_size=batch_size, num_passes=num_passes,
-                       eval_every=eval_every, evaluate=evaluate, loggers=[logger])
+                       eval_every=eval_every, evaluate=evaluate, loggers=[logger], start=start)
     return result
 
 
@@ -233,6 +240,7 @@ def run_batched(
     eval_every: int | None = None,
     evaluate: Callable[[Posterior, Array], Mapping[str, float]] | None = None,
     loggers: list[Logger | None] | None = None,
+    start: tuple[float, float] = (0.0, 0.0),
 ) -> list[RunResult]:
     """Repetitions of :func:`run`, one per key, as one vectorised program (issue 16): each
     repetition's batches and step keys are derived from its key exactly as :func:`run` derives
@@ -242,7 +250,8 @@ def run_batched(
     :func:`run`'s and the same numbers up to floating-point reassociation in the batched kernels.
 
     The method must be pure JAX (its ``step`` traceable under ``vmap``); the peers that call other
-    libraries are not. A method whose ``batchable`` is false is refused. ``step_seconds`` of each result is the batch's stepping time divided by the
+    libraries are not. A method whose ``batchable`` is false is refused. ``start`` is :func:`run`'s,
+    charged whole to each repetition (each would have paid it alone). ``step_seconds`` of each result is the batch's stepping time divided by the
     number of repetitions (its share of the one program).
     """
     keys = list(keys)  # a list of keys, or an array of them (jax.random.split(key, k))
@@ -256,7 +265,7 @@ def run_batched(
     loggers = [None] * len(keys) if loggers is None else list(loggers)
     if len(loggers) != len(keys):
         raise ConfigError(f"run_batched got {len(keys)} keys but {len(loggers)} loggers")
-    return _drive(method, data, keys, batched=True, batch_size=batch_size, num_passes=num_passes,
+    return _drive(method, data, keys, batched=True, batch_size=batch_size, num_passes=num_passes, start=start,
                   eval_every=eval_every, evaluate=evaluate, loggers=loggers)
 
 
@@ -366,18 +375,22 @@ def _signature(args) -> tuple:
 
 
 def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, num_passes: float,
-           eval_every: int | None, evaluate, loggers) -> list[RunResult]:
+           eval_every: int | None, evaluate, loggers, start: tuple[float, float] = (0.0, 0.0)) -> list[RunResult]:
     """The loop shared by :func:`run` (one key, no ``vmap``) and :func:`run_batched` (stacked plans).
-    The clocks start before the plans (their first random draws compile in a new process) and the
-    data's copy to the device."""
+    The clocks start at ``start`` (the method's construction, :func:`run`), then run from before
+    the plans (their first random draws compile in a new process) and the data's copy to the
+    device. A batch of ``n`` repetitions shares one construction: each is charged all of it and its
+    share of the rest."""
     t0 = time.perf_counter()
     with compilation_seconds() as compiling:  # an init may read the data eagerly: it is called, never jitted here
         plans = [_plan(method, data, key, batch_size, num_passes) for key in keys]
         device_data = jax.tree_util.tree_map(jnp.asarray, data)
         state = jax.block_until_ready(jax.vmap(method.init)(jnp.stack([p.k_init for p in plans])) if batched
                                       else method.init(plans[0].k_init))
-    init_seconds = step_seconds = time.perf_counter() - t0
-    compile_seconds = compiling()
+    init_seconds = time.perf_counter() - t0
+    n = len(plans)
+    step_seconds = init_seconds + n * start[0]  # every repetition is charged the whole construction
+    compile_seconds = compiling() + n * start[1]
     num_full, tail_rows = len(plans[0].indices), len(plans[0].tail)
     num_steps, num_rows = num_full + bool(tail_rows), num_full * batch_size + tail_rows
     pads = getattr(method, "pads_batches", False)
@@ -409,7 +422,6 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
     length = min(per_eval, num_full)  # every full-batch window's program length
-    n = len(plans)
     visited, done, eval_seconds = [0] * n, 0, [0.0] * n
     programs = compiled_programs(method, batched)  # argument signature -> compiled advance
     # a method that spent work before its first step (SVI's Laplace start) says so in start_work
@@ -477,5 +489,6 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
         results.append(RunResult(state=final, posterior=method.posterior(final), visited=np.asarray(marks[i]),
                                  curves={name: np.asarray(v) for name, v in curves[i].items()},
                                  step_seconds=step_seconds / n, eval_seconds=eval_seconds[i], num_steps=num_steps,
-                                 info=trace, compile_seconds=compile_seconds / n, init_seconds=init_seconds / n))
+                                 info=trace, compile_seconds=compile_seconds / n, init_seconds=init_seconds / n,
+                                 start_seconds=start[0]))
     return results

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -55,7 +56,7 @@ from pmd.runner import WORK  # noqa: E402
 
 from .posteriordb import GOAL  # noqa: E402
 from .resultfiles import atomic_path, load_npz, runs_by_group, runs_by_method  # noqa: E402
-from .styles import TUNED, legend_outside, panel_styles, plot_line, split_tuned  # noqa: E402
+from .styles import TUNED, legend_outside, log_ticks, panel_styles, plot_line, save, split_tuned  # noqa: E402
 
 PMD_LABEL = "pmd"
 COSTS = {
@@ -97,7 +98,7 @@ class Criterion:
     def label(self) -> str:
         """What :meth:`score` is, in words (the figure's y-axis)."""
         if self.bounds:
-            return "worst of " + " and ".join(f"{METRIC_WORDS.get(m, m)} / {b:g}" for m, b in zip(self.metrics, self.bounds))
+            return "the larger of " + " and ".join(f"{METRIC_WORDS.get(m, m)} / {b:g}" for m, b in zip(self.metrics, self.bounds))
         return METRIC_WORDS.get(self.metrics[0], self.metrics[0])
 
     def score(self, arrays: dict) -> np.ndarray:
@@ -338,36 +339,49 @@ def _median_curve(runs: Runs, score: Callable[[dict], np.ndarray], cost: str) ->
     return x[keep], y[keep]
 
 
-def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict[str, float],
-           panels: list[tuple[str, str]], out: str | Path) -> dict:
+# the cost measures' words on a figure's x-axis (short: a panel is 4 inches wide)
+AXIS_WORDS = {"visited": "data points visited", "wall_time": "seconds (compilation included)",
+              "work": "likelihood terms + their gradients", "stepping": "seconds (compilation excluded)"}
+LABEL_WIDTH = 34  # characters per line of a y-axis label: three lines fit a panel's height
+
+
+def draw(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict[str, float],
+         panels: list[tuple[str, str]]):
     """One panel per ``(target, cost)`` of ``panels``: each method's median score against cost (log
-    x-axis) and the threshold; the legend outside the panels, on the right. Returns what was drawn:
-    ``{"axes": [(title, x label, y label)], "legend": [entries]}``."""
+    x-axis, few short tick labels) and the threshold; the legend outside the panels, on the right;
+    the grid's spare cells removed."""
     criterion = THRESHOLDS[experiment]
     cols = min(len(panels), 4 if len(groups) > 1 else len(panels))
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        fig.delaxes(ax)
+    axes = axes.flat[:len(panels)]
     styles = panel_styles(m for g in groups.values() for m in g)
-    for ax, (target, cost) in zip(axes.flat, panels):
+    for ax, (target, cost) in zip(axes, panels):
         for method, runs in groups[target].items():
             x, y = _median_curve(runs, criterion.score, cost)
             plot_line(ax, x, y, styles[method], label=method)
         ax.axhline(thresholds[target], color="k", ls="--", lw=1, label="threshold")
-        ax.set(xscale="log", xlabel=COSTS[cost] if cost != "work" else "work: likelihood terms + their gradients",
-               title=target if len(groups) > 1 else COST_WORDS[cost])
-        ax.set_ylabel(criterion.label(), fontsize=8)
+        ax.set(xscale="log", xlabel=AXIS_WORDS[cost], title=target if len(groups) > 1 else COST_WORDS[cost])
+        log_ticks(ax.xaxis)
+        ax.set_ylabel(textwrap.fill(criterion.label(), LABEL_WIDTH), fontsize=8)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_axis_off()
-    legend = legend_outside(fig, axes)
+    legend_outside(fig, axes)
     fig.suptitle(f"{EXPERIMENT_WORDS.get(experiment, experiment)}: accuracy against cost (median over seeds); "
                  f"criterion: {criterion.wording}", fontsize=9)
     fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    drawn = {"axes": [(ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) for ax in list(axes.flat)[:len(panels)]],
-             "legend": [text.get_text() for text in legend.get_texts()]}
-    plt.close(fig)
+    return fig
+
+
+def figure(experiment: str, groups: dict[str, dict[str, Runs]], thresholds: dict[str, float],
+           panels: list[tuple[str, str]], out: str | Path) -> dict:
+    """:func:`draw` to ``out``. Returns what was drawn: ``{"axes": [(title, x label, y label)],
+    "legend": [entries]}``."""
+    fig = draw(experiment, groups, thresholds, panels)
+    drawn = {"axes": [(ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes],
+             "legend": [text.get_text() for text in fig.legends[0].get_texts()]}
+    save(fig, out)
     return drawn
 
 

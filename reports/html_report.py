@@ -45,7 +45,7 @@ EXPERIMENTS = [
     ("logistic", "Bayesian logistic regression (section 6, Figure 2(1); H.2)",
      "Section 6: on MNIST8M 6-vs-8 PMD reaches about 98.8% test accuracy, comparable to SVI and better than the "
      "other sampling methods.",
-     ["table_logistic.md", "figure2.png", "cost_logistic.md", "cost_logistic.png"]),
+     ["table_logistic.md", "figure2.png", "curves_logistic.png", "cost_logistic.md", "cost_logistic.png"]),
     ("posteriordb", "posteriordb reference posteriors (not in the paper)",
      "Not in the paper: a test of the claim that PMD is a black-box method (Table 1) on 12 posteriors with "
      "reference draws.",
@@ -57,12 +57,12 @@ EXPERIMENTS = [
     ("sparse_gp", "Sparse Gaussian processes (section 6, Figure 2(2), Figure 4; F.1, H.3)",
      "Section 6: on YearPredictionMSD PMD has the best RMSE (0.027), significantly better than one-pass SMC and "
      "SVI; Figure 4: PMD's predictive approaches the truth within 80 iterations.",
-     ["table_sparse_gp.md", "figure2_sparse_gp.png", "figure4.png", "cost_sparse_gp.md",
+     ["table_sparse_gp.md", "curves_sparse_gp.png", "figure4.png", "cost_sparse_gp.md",
       "cost_sparse_gp.png"]),
     ("lda", "Latent Dirichlet allocation (section 6, Figure 2(3), Figure 5; F.2, H.4)",
      "Section 6: PMD with one particle reaches the best held-out perplexity on Wikipedia, significantly better "
      "than SGRLD and SVI; SMC does well early.",
-     ["table_lda.md", "figure2_lda.png", "figure5.png", "table_lda_grid.md", "cost_lda.md", "cost_lda.png"]),
+     ["table_lda.md", "curves_lda.png", "figure5.png", "table_lda_grid.md", "cost_lda.md", "cost_lda.png"]),
 ]
 
 CSS = """
@@ -127,15 +127,16 @@ def _rate_html(path: Path) -> str:
 
 # a result file's title in words, by its name without suffix (a table's own "# " heading comes first)
 TITLES = {"table1": "Table 1", "rate": "Theorem 5's rate, measured", "table_mixture": "Accuracy of each method",
-          "figure1": "Figure 1: the posteriors", "figure3": "Figure 3: error against data seen",
+          "figure1": "Figure 1: the posteriors", "figure3": "Figure 3: each method's posterior",
           "cost_mixture": "Cost to the accuracy criterion", "table_logistic": "Accuracy of each method",
-          "figure2": "Figure 2: error against data seen", "cost_logistic": "Cost to the accuracy criterion",
+          "figure2": "Figure 2: error against data seen, one panel per experiment",
+          "curves_logistic": "Error and distance to NUTS against data seen", "cost_logistic": "Cost to the accuracy criterion",
           "table_posteriordb": "Accuracy on each posterior", "posteriordb": "Error on each posterior (heat map)",
           "cost_posteriordb": "Cost to the accuracy criterion", "table_custom": "Accuracy on each model",
           "custom": "Error on each model (heat map)", "cost_custom": "Cost to the accuracy criterion",
-          "table_sparse_gp": "Accuracy of each method", "figure2_sparse_gp": "Figure 2: error against data seen",
+          "table_sparse_gp": "Accuracy of each method", "curves_sparse_gp": "Error against data seen, each problem",
           "figure4": "Figure 4: the posterior's mean and spread", "table_lda": "Accuracy of each method",
-          "figure2_lda": "Figure 2: held-out perplexity against documents seen", "figure5": "Figure 5: topics",
+          "curves_lda": "Held-out perplexity against documents seen", "figure5": "Figure 5: topics",
           "table_lda_grid": "The step-size grid", "cost_lda": "Cost to the accuracy criterion",
           "cost_sparse_gp": "Cost to the accuracy criterion"}
 

@@ -1,12 +1,13 @@
-"""The LDA experiment's Figure 2(3) panel and its table, from result files.
+"""The LDA experiment's curves and its table, from result files.
 
-The panel: held-out log-perplexity (H.4, eq. 19) against documents visited, mean ± one standard
-deviation over seeds for every method and peer (log x-axis: tomotopy's sampler visits the whole
-corpus per sweep). A JSON summary of the final values goes beside it.
+The curves (``curves_lda.png``; Figure 2(3) draws the same, :mod:`reports.figure2`): held-out
+log-perplexity (H.4, eq. 19) against documents visited, mean ± one standard deviation over seeds
+for every method and peer (log x-axis: tomotopy's sampler visits the whole corpus per sweep). A
+JSON summary of the final values goes beside it.
 
 The table (Markdown): per method, the final held-out log-perplexity and perplexity by ONE
 estimator for every method (:func:`pmd.models.lda.common_log_perplexity`, converged over its
-fold-in ladder, shown by a table of it at every rung) and by H.4's per-family estimator (the paper's protocol; mean ± sd over seeds), the matched topics' mean Hellinger distance to the truth when the corpus has one, the
+fold-in ladder, shown by a table of it at every rung) and by H.4's per-family estimator (the paper's protocol; mean ± standard error over seeds), the matched topics' mean Hellinger distance to the truth when the corpus has one, the
 stepping cost (seconds per document visited and training tokens per second, evaluations
 excluded, the first call's compilation included), the documents visited; then our online VB
 against scikit-learn's and gensim's at equal settings (perplexity difference and speed ratio from
@@ -26,9 +27,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
+from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, mean_pm, ranking,  # noqa: E402
                           runs_by_method)
-from .styles import legend_outside, panel_styles, plot_line  # noqa: E402
+from .styles import legend_outside, log_ticks, mean_curves, panel_styles, save  # noqa: E402
 
 PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6 and Figure 2(3), Wikipedia, 150,000 documents, K = 100, 5 passes): "
                "PMD (one particle) reaches the best perplexity, \"significantly better than SGRLD and SVI\"; SMC "
@@ -39,38 +40,31 @@ COMMON = "log_perplexity_common"  # the one held-out estimator (pmd.models.lda.c
 PMD_LABEL, CLAIMED_BEHIND = "pmd", ("svi", "sgrld")  # the paper: PMD "significantly better than SGRLD and SVI"
 
 
-def _pm(values, fmt: str) -> str:
-    values = np.asarray(values, float)
-    return f"{values.mean():{fmt}} ± {values.std():{fmt}}" if len(values) > 1 else f"{values.mean():{fmt}}"
-
-
 def _final(runs, metric: str) -> np.ndarray:
     return np.asarray([meta["final"][metric] for _, meta in runs if metric in meta["final"]])
 
 
-def render_panel(run_files: list[str | Path], out: str | Path) -> dict:
-    """Figure 2(3): log-perplexity against documents visited; returns (and writes beside) the summary."""
-    runs_by = runs_by_method(run_files)
+def draw_panel(runs_by: dict):
+    """The curves: log-perplexity against documents visited, one legend right of the panel."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    styles = panel_styles(runs_by)
-    for label, runs in runs_by.items():
-        visited, mean, std = curve_stats(runs, "log_perplexity")
-        keep = visited > 0
-        plot_line(ax, visited[keep], mean[keep], styles[label], label=f"{label} ({len(runs)} runs)")
-        ax.fill_between(visited[keep], (mean - std)[keep], (mean + std)[keep], color=styles[label].color, alpha=0.2)
+    mean_curves(ax, runs_by, "log_perplexity", panel_styles(runs_by))
     ax.set(xscale="log", xlabel="documents visited", ylabel="held-out log-perplexity (H.4's per-family estimator)",
-           title="(3) LDA: held-out log-perplexity (eq. 19)")
+           title="LDA: held-out log-perplexity (eq. 19)")
+    log_ticks(ax.xaxis)
     fig.tight_layout()
     legend_outside(fig, [ax])
-    out = Path(out)
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    return fig
+
+
+def render_panel(run_files: list[str | Path], out: str | Path) -> dict:
+    """The curves to ``out``; returns (and writes beside them) the summary of the final values."""
+    runs_by = runs_by_method(run_files)
+    save(draw_panel(runs_by), out)
     summary = {label: {metric: {"mean": float(v.mean()), "std": float(v.std()), "runs": len(v)}
                        for metric in ("log_perplexity", "perplexity", COMMON, "topic_hellinger")
                        if len(v := _final(runs, metric))}
                for label, runs in runs_by.items()}
-    with atomic_path(out.with_suffix(".json")) as tmp:
+    with atomic_path(Path(out).with_suffix(".json")) as tmp:
         tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
     return summary
 
@@ -140,7 +134,7 @@ def fold_in_table(runs_by: dict) -> str:
 
 
 def render(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path, figure: str | Path) -> str:
-    """The table (module docstring) to ``out`` and the Figure 2(3) panel to ``figure``."""
+    """The table (module docstring) to ``out`` and the curves to ``figure``."""
     render_panel(run_files, figure)
     runs_by = runs_by_method(run_files)
     facts = _corpus_facts(corpus_dir)
@@ -152,17 +146,17 @@ def render(corpus_dir: str | Path, run_files: list[str | Path], out: str | Path,
     for label, runs in runs_by.items():
         cost = np.asarray([meta["seconds_per_document"] for _, meta in runs])
         lines.append("| " + " | ".join([
-            label, str(len(runs)), _pm(_final(runs, COMMON), ".4f"), _pm(np.exp(_final(runs, COMMON)), ".1f"),
-            _pm(_final(runs, "log_perplexity"), ".4f"),
-            *([_pm(_final(runs, "topic_hellinger"), ".3f")] if truth else []),
-            _pm(1e3 * cost, ".3f"), _pm([meta["tokens_per_second"] for _, meta in runs], ",.0f"),
+            label, str(len(runs)), mean_pm(_final(runs, COMMON), ".4f"), mean_pm(np.exp(_final(runs, COMMON)), ".1f"),
+            mean_pm(_final(runs, "log_perplexity"), ".4f"),
+            *([mean_pm(_final(runs, "topic_hellinger"), ".3f")] if truth else []),
+            mean_pm(1e3 * cost, ".3f"), mean_pm([meta["tokens_per_second"] for _, meta in runs], ",.0f"),
             f"{int(np.mean([meta['visited'] for _, meta in runs])):,}",
             f"{cost.mean() * PAPER_DOCUMENTS * PAPER_PASSES / 3600:.2f}"]) + " |")
     params = next(iter(runs_by.values()))[0][1]["params"]
     notes = [f"LDA on {Path(corpus_dir).name} ({facts.get('source', '?')}): {params['num_docs']:,} training and "
              f"{facts['heldout_documents']:,} held-out documents, "
              f"K = {params['num_topics']}, W = {params['vocabulary']:,}, α = {params['alpha']}, β = {params['beta']}; "
-             "final values, mean ± sd over seeds. \"paper run\": the hours of the paper's 150,000-document, "
+             "final values, mean ± standard error over seeds (ddof = 1). \"paper run\": the hours of the paper's 150,000-document, "
              "5-pass run at the measured cost per document (tomotopy: per document-sweep)."]
     if SVI_LABEL in runs_by:
         ours = runs_by[SVI_LABEL]

@@ -9,7 +9,11 @@ experiment's criterion, :data:`reports.cost.THRESHOLDS`, holds to the run's end)
   one data set) whose run reached the criterion, of all;
 * **work** and **seconds to reach**: the median over the reached cells (with the interquartile
   range) of the work (likelihood terms and their gradients, :data:`pmd.runner.WORK`) and of the
-  stepping seconds (compilation included) spent by then;
+  seconds spent by then, on one clock for every method: from the method's construction (a Laplace
+  start included) to that evaluation, JAX's compilation excluded (the cost tables' ``stepping``).
+  Compilation is paid once per program and process and read back from JAX's cache by later ones,
+  so its seconds say what ran before on the machine, not what the method costs; the cost tables
+  give them;
 * **final score**: the median over every cell of the criterion's score at the run's end, as a
   multiple of its threshold (≤ 1: met; the threshold is 1 for the absolute criteria).
 
@@ -42,7 +46,8 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
 def board(experiment: str, run_files: list[str | Path], data: str | Path | None = None) -> dict:
     """The experiment's leaderboard (module docstring) as ``{"experiment", "criterion", "cells",
     "rows": [{"method", "reached", "cells", "work", "work_iqr", "seconds", "seconds_iqr",
-    "final_score"}]}``, rows in rank order."""
+    "final_score"}], "charged", "commits"}``, rows in rank order; ``commits``: the commits the run
+    files were made at (their ``commit``; "not recorded" for files that predate it)."""
     criterion = THRESHOLDS[experiment]
     groups = runs_by_group(run_files, criterion.group) if criterion.group else {"": runs_by_method(run_files)}
     groups = {g: runs for g, runs in groups.items() if criterion.applies(runs)}
@@ -54,25 +59,27 @@ def board(experiment: str, run_files: list[str | Path], data: str | Path | None 
     for runs in groups.values():
         threshold = criterion.threshold(runs, data)
         reach = {cost: cost_to_threshold(runs, criterion.score, lambda _: threshold, cost)
-                 for cost in ("work", "wall_time")}
+                 for cost in ("work", "stepping")}
         for method, rs in runs.items():
-            mine = cells.setdefault(method, {"work": [], "wall_time": [], "final": []})
+            mine = cells.setdefault(method, {"work": [], "seconds": [], "final": []})
             mine["work"] += reach["work"][method].costs
-            mine["wall_time"] += reach["wall_time"][method].costs
+            mine["seconds"] += reach["stepping"][method].costs
             mine["final"] += [float(criterion.score(a)[-1] / threshold) if len(a["visited"]) else math.inf
                               for a, _ in rs]
     rows = []
     for method, c in cells.items():
-        reached = [i for i, w in enumerate(c["wall_time"]) if not math.isinf(w)]
+        reached = [i for i, w in enumerate(c["work"]) if not math.isinf(w)]
         work, work_lo, work_hi = _quartiles([c["work"][i] for i in reached])
-        seconds, sec_lo, sec_hi = _quartiles([c["wall_time"][i] for i in reached])
+        seconds, sec_lo, sec_hi = _quartiles([c["seconds"][i] for i in reached])
         rows.append({"method": method, "reached": len(reached), "cells": len(c["final"]), "work": work,
                      "work_iqr": [work_lo, work_hi], "seconds": seconds, "seconds_iqr": [sec_lo, sec_hi],
                      "final_score": float(np.median(c["final"]))})
     rows.sort(key=lambda r: (-r["reached"] / r["cells"], r["work"] if not math.isnan(r["work"]) else math.inf,
                              r["final_score"]))
+    commits = sorted({str(meta.get("commit", "not recorded"))[:10] for runs in groups.values()
+                      for rs in runs.values() for _, meta in rs})
     return {"experiment": experiment, "criterion": criterion.wording, "targets": len(groups), "rows": rows,
-            "charged": charged}
+            "charged": charged, "commits": commits}
 
 
 def _num(value: float, digits: str = ".3g") -> str:
@@ -88,7 +95,8 @@ def _with_iqr(value: float, iqr: list[float]) -> str:
 def markdown(result: dict) -> str:
     """One experiment's leaderboard as a Markdown table with its criterion."""
     lines = [f"Criterion: {result['criterion']}. Cells: {result['targets']} target(s) × each method's seeds. "
-             "Work and seconds: median (interquartile range) over the cells reached; final score: median over all "
+             "Work and seconds: median (interquartile range) over the cells reached, from the method's construction, "
+             "compilation excluded; final score: median over all "
              "cells, in multiples of the threshold (≤ 1 meets it). The order is by cells reached, then median "
              "work: where two methods' ranges overlap, neither is ahead.", "",
              "| rank | method | reached | work to reach | seconds to reach | final score |", "|---|---|---|---|---|---|"]
@@ -98,6 +106,8 @@ def markdown(result: dict) -> str:
     if result.get("charged"):
         lines += ["", f"Work charged, not counted: {', '.join(f'`{m}`' for m in result['charged'])} report no work, so "
                       "each step is charged the likelihood terms of its batch at its particles (m·B, no gradients)."]
+    if result.get("commits"):
+        lines += ["", "Run files made at commit " + ", ".join(f"`{c}`" for c in result["commits"]) + "."]
     return "\n".join(lines) + "\n"
 
 

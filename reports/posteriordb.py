@@ -38,6 +38,7 @@ from matplotlib.colors import LogNorm  # noqa: E402
 from pmd.normality import KURTOSIS_RANGE, SKEWNESS_MAX  # noqa: E402
 
 from .resultfiles import atomic_path, load_npz  # noqa: E402
+from .styles import save  # noqa: E402
 
 FLOOR = "reference floor"
 ACCURACY = ("mean_error_max", "log_std_ratio_max")
@@ -195,8 +196,9 @@ def tables(summary: dict, title: str = TITLES["posteriordb"]) -> str:
     return "\n".join(lines)
 
 
-def heatmap(summary: dict, out: str | Path, title: str = TITLES["posteriordb"]) -> None:
-    """Posteriors × (floor, methods), colour = max |mean error| on a log scale, each cell annotated."""
+def draw_heatmap(summary: dict, title: str = TITLES["posteriordb"]):
+    """Posteriors × (floor, methods), colour = max |mean error| on a log scale, each cell annotated;
+    laid out so that every label, the colour bar's included, lies inside the figure."""
     methods, posteriors = summary["methods"], summary["posteriors"]
     columns = [FLOOR, *methods]
     values = np.full((len(posteriors), len(columns)), np.nan)
@@ -209,7 +211,7 @@ def heatmap(summary: dict, out: str | Path, title: str = TITLES["posteriordb"]) 
             failed[i, j] = cell is not None and cell.get("mean_error_max") is None
     finite = values[np.isfinite(values) & (values > 0)]
     norm = LogNorm(vmin=min(finite.min(), 0.01), vmax=max(finite.max(), 1.0)) if finite.size else LogNorm(0.01, 1.0)
-    fig, ax = plt.subplots(figsize=(1.1 * len(columns) + 4, 0.45 * len(posteriors) + 2))
+    fig, ax = plt.subplots(figsize=(1.1 * len(columns) + 4, max(0.45 * len(posteriors) + 2, 4.0)), layout="constrained")
     image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", norm=norm, aspect="auto")
     cmap = image.get_cmap()
     for (i, j), value in np.ndenumerate(values):
@@ -222,12 +224,16 @@ def heatmap(summary: dict, out: str | Path, title: str = TITLES["posteriordb"]) 
     ax.axvline(0.5, color="w", lw=4)  # the floor apart from the methods
     ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
     ax.set_yticks(range(len(posteriors)), list(posteriors))
-    fig.colorbar(image, ax=ax, label="max |posterior-mean error| (reference sd)")
-    ax.set_title(f"Methods against {title}: worst-coordinate mean error")
-    fig.tight_layout()
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110)
-    plt.close(fig)
+    ax.set_ylabel("posterior")
+    bar = fig.colorbar(image, ax=ax)
+    bar.set_label("max |mean error|\n(reference sd)", fontsize=9)
+    ax.set_title(f"Methods against {title}:\nworst-coordinate mean error")
+    return fig
+
+
+def heatmap(summary: dict, out: str | Path, title: str = TITLES["posteriordb"]) -> None:
+    """:func:`draw_heatmap` to ``out``."""
+    save(draw_heatmap(summary, title), out)
 
 
 def render(floor_files: list[str | Path], run_files: list[str | Path], out: str | Path, figure: str | Path,

@@ -5,6 +5,7 @@ seeds (curves, rankings, differences with standard errors); ``atomic_path`` (fro
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,21 @@ def curve_stats(runs: list[tuple[dict, dict]], metric: str) -> tuple[np.ndarray,
     n = min(len(a["visited"]) for a, _ in runs)
     values = np.stack([a[f"curve/{metric}"][:n] for a, _ in runs])
     return runs[0][0]["visited"][:n], values.mean(axis=0), values.std(axis=0)
+
+
+def mean_se(values) -> tuple[float, float]:
+    """The mean of independent seeds' values and its standard error ``s / √n`` (``s`` with
+    ``ddof = 1``, the unbiased variance; NaN for one seed: one value says nothing of the spread)."""
+    values = np.asarray(values, float)
+    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else math.nan
+    return float(values.mean()), se
+
+
+def mean_pm(values, fmt: str) -> str:
+    """``mean ± standard error`` over seeds (:func:`mean_se`), the mean alone for one seed: every
+    table's cell for a final value; the table's ``runs`` column gives the seeds."""
+    mean, se = mean_se(values)
+    return f"{mean:{fmt}}" if math.isnan(se) else f"{mean:{fmt}} ± {se:{fmt.lstrip('+')}}"
 
 
 def mean_difference(a, b) -> tuple[float, float]:

@@ -1,9 +1,9 @@
-"""The sparse-GP results (section 6, Figure 2(2); H.3): the table and the Figure 2(2) panel.
+"""The sparse-GP results (section 6, Figure 2(2); H.3): the table and the curves against data visited.
 
 From the truth files (``results/sparse_gp/<problem>/truth.npz``) and the run files
 (``.../<problem>/runs/<method>/seed<k>.npz``) of :mod:`workflow.experiments.sparse_gp`:
 
-* ``table_sparse_gp.md``: per problem, every method's final scores (mean ± standard deviation over
+* ``table_sparse_gp.md``: per problem, every method's final scores (mean ± standard error over
   seeds): on ``gp1d`` the RMSE of the predictive mean to the exact GP's, the variance ratio to the
   exact GP's (geometric mean over the test grid; 1 is exact) and the RMSE to the true function,
   with the exact GP's own row; on ``msd`` the test RMSE with the best achievable one (the noise's
@@ -16,8 +16,9 @@ From the truth files (``results/sparse_gp/<problem>/truth.npz``) and the run fil
   methods the paper says PMD beats (SVI-GP and one-pass SMC, "significantly"; SoD), and each
   other untuned PMD variant (``pmd_harmonic``, ``pmd_move``, ...) against SVI-GP, the rival the
   PMD issue's H.3.2 target names ("ahead of SVI-GP by more than two standard errors").
-* the Figure 2(2) panel: test RMSE against data points visited on ``msd``, and on ``gp1d`` the
-  distance to the exact GP (mean RMSE, variance ratio), mean ± one standard deviation over seeds.
+* its curves (``curves_sparse_gp.png``): test RMSE against data points visited on ``msd``, and on
+  ``gp1d`` the distance to the exact GP (mean RMSE, variance ratio), mean ± one standard deviation
+  over seeds; Figure 2(2) draws the first of them (:mod:`reports.figure2`).
 """
 
 from __future__ import annotations
@@ -31,10 +32,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .resultfiles import (atomic_path, curve_stats, difference_notes, load_npz, ranking,  # noqa: E402
+from .resultfiles import (atomic_path, difference_notes, load_npz, mean_pm, ranking,  # noqa: E402
                           runs_by_group, shared_curves)
-from .styles import legend_outside, panel_styles, plot_line, split_tuned  # noqa: E402
-from .table_logistic import _pm  # noqa: E402  (mean ± sd over seeds, as the logistic table writes it)
+from .styles import legend_outside, log_ticks, mean_curves, panel_styles, save, split_tuned  # noqa: E402
 
 PAPER_RMSE = 0.027
 PAPER_CLAIM = ("Paper (Dai et al. 2016, sec. 6, Figure 2(2)): on YearPredictionMSD (463,715 songs, years in [0, 1], "
@@ -65,8 +65,8 @@ def _common(runs) -> list[str]:
     elbo = [m["elbo"] for _, m in runs if "elbo" in m]
     peak = [m["peak_rss_gib"] for _, m in runs if "peak_rss_gib" in m]  # run files before 2026-11-25 lack it
     many = runs[0][1]["num_components"] > 1
-    return [_pm(_final(runs, "ess"), ".2f") if many else "—", _pm(elbo, ".1f") if elbo else "—",
-            _pm([m["seconds_per_step"] for _, m in runs], ".4f"),
+    return [mean_pm(_final(runs, "ess"), ".2f") if many else "—", mean_pm(elbo, ".1f") if elbo else "—",
+            mean_pm([m["seconds_per_step"] for _, m in runs], ".4f"),
             f"{max(peak):.2f} ({len(peak)} runs)" if peak else "—", visited_cell(runs)]
 
 
@@ -108,8 +108,8 @@ def table(groups: dict) -> str:
             rows = [["exact GP (float64, O(n³))", "—", "0", "1", f"{truth['exact']['rmse_f']:.4f}", "—", "—",
                      f"{truth['exact_seconds']:.2f} (whole solve)", "—", f"{truth['num_data']:,}"]]
             for label, runs in runs_by.items():
-                rows.append([label, str(len(runs)), _pm(_final(runs, "rmse_exact"), ".4f"),
-                             _pm(_final(runs, "var_ratio"), ".3f"), _pm(_final(runs, "rmse_f"), ".4f"), *_common(runs)])
+                rows.append([label, str(len(runs)), mean_pm(_final(runs, "rmse_exact"), ".4f"),
+                             mean_pm(_final(runs, "var_ratio"), ".3f"), mean_pm(_final(runs, "rmse_f"), ".4f"), *_common(runs)])
         else:
             stand = " (stand-in: RMSE to its known f)" if truth["standin"] else ""
             header = ["method", "runs", "test RMSE", f"RMSE to f{stand}", "final ESS of the components",
@@ -118,8 +118,8 @@ def table(groups: dict) -> str:
             rows = [["best achievable (noise sd)", "—", f"{truth['noise_std']:.4f}" if truth["noise_std"] else "?",
                      "0" if truth["standin"] else "?", "—", "—", "—", "—", "—"]]
             for label, runs in runs_by.items():
-                f_col = _pm(_final(runs, "rmse_f"), ".4f") if "curve/rmse_f" in runs[0][0] else "—"
-                rows.append([label, str(len(runs)), _pm(_final(runs, "test_rmse"), ".4f"), f_col, *_common(runs)])
+                f_col = mean_pm(_final(runs, "rmse_f"), ".4f") if "curve/rmse_f" in runs[0][0] else "—"
+                rows.append([label, str(len(runs)), mean_pm(_final(runs, "test_rmse"), ".4f"), f_col, *_common(runs)])
             if truth["standin"]:
                 lines += ["**Stand-in data** (YearPredictionMSD is not in the offline mirror): 90 standard normal "
                           "features, y = f(x) + noise with f drawn from the model's GP; not years in [0, 1].", ""]
@@ -129,51 +129,43 @@ def table(groups: dict) -> str:
     return "\n".join(lines + [PAPER_CLAIM, ""])
 
 
-def _curves(ax, runs_by, metric, styles):
-    """Mean ± sd against data visited, each method in its look (``styles``: GPJax's is dashed, for it
-    overlays SVI-GP); a method that stops visiting early (SoD after its subset) is drawn flat from
-    where it stopped to the end of the axis."""
-    stats = {label: curve_stats(runs, metric) for label, runs in runs_by.items() if f"curve/{metric}" in runs[0][0]}
-    end = max(float(v.max()) for v, _, _ in stats.values())
-    for label, (visited, mean, std) in stats.items():
-        keep = visited > 0
-        x, m, s = visited[keep], mean[keep], std[keep]
-        if len(np.unique(x)) == 1:  # stopped: its final value from there on
-            x, m, s = np.array([x[0], end]), np.full(2, m[-1]), np.full(2, s[-1])
-        plot_line(ax, x, m, styles[label], label=f"{label} ({len(runs_by[label])} runs)")
-        ax.fill_between(x, m - s, m + s, color=styles[label].color, alpha=0.2)
+# the curves: (problem, metric, title, y label)
+CURVES = (("msd", "test_rmse", "MSD{}: test RMSE", "test RMSE"),
+          ("gp1d", "rmse_exact", "1-D (H.3.1): RMSE to the exact GP mean", "RMSE to the exact GP mean"),
+          ("gp1d", "var_ratio", "1-D (H.3.1): variance ratio to the exact GP", "variance ratio to the exact GP"))
 
 
-def figure(groups: dict, out: str | Path) -> None:
-    """The Figure 2(2) panel (module docstring)."""
-    panels = []
-    if "msd" in groups:
-        panels.append(("msd", "test_rmse", "(2) sparse GP, MSD{}: test RMSE"))
-    if "gp1d" in groups:
-        panels += [("gp1d", "rmse_exact", "1-D (H.3.1): RMSE to the exact GP mean"),
-                   ("gp1d", "var_ratio", "1-D (H.3.1): variance ratio to the exact GP")]
+def draw(groups: dict):
+    """The curves (module docstring) of the problems in ``groups``: each method in its look (GPJax's is
+    dashed, for it overlays SVI-GP), one legend right of the panels."""
+    panels = [curve for curve in CURVES if curve[0] in groups]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
     styles = panel_styles(label for _, runs_by in groups.values() for label in runs_by)
-    for ax, (problem, metric, title) in zip(axes[0], panels):
+    for ax, (problem, metric, title, ylabel) in zip(axes[0], panels):
         (_, truth), runs_by = groups[problem]
-        _curves(ax, runs_by, metric, styles)
+        mean_curves(ax, runs_by, metric, styles)
         if metric == "test_rmse":
             if truth["noise_std"]:
                 ax.axhline(truth["noise_std"], color="k", ls="--", lw=1, label="best achievable (noise sd)")
-            ax.axhline(PAPER_RMSE, color="k", ls=":", lw=1, label="paper's PMD on real MSD (0.027)")
+            ax.axhline(PAPER_RMSE, color="k", ls=":", lw=1, label=f"paper's PMD on real MSD ({PAPER_RMSE})")
             title = title.format(" stand-in" if truth["standin"] else "")
         if metric == "var_ratio":
             ax.axhline(1.0, color="k", ls="-.", lw=1, label="exact GP (ratio 1)")
-        ax.set(xscale="log", yscale="log", xlabel="data points visited", title=title)
+        ax.set(xscale="log", yscale="log", xlabel="data points visited", ylabel=ylabel, title=title)
+        log_ticks(ax.xaxis)
+        log_ticks(ax.yaxis)
     fig.tight_layout()
     legend_outside(fig, axes)
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    return fig
+
+
+def figure(groups: dict, out: str | Path) -> None:
+    """:func:`draw` to ``out``."""
+    save(draw(groups), out)
 
 
 def render(truth_files: list[str | Path], run_files: list[str | Path], out: str | Path, figure_out: str | Path) -> str:
-    """Write the table to ``out``, the Figure 2(2) panel to ``figure_out`` and a JSON summary beside it."""
+    """Write the table to ``out``, the curves to ``figure_out`` and a JSON summary beside them."""
     groups = by_problem(truth_files, run_files)
     text = table(groups)
     with atomic_path(out) as tmp:

@@ -21,19 +21,29 @@ known label and its ``_tuned`` variant has a look no other known label has.
 :func:`panel_styles` gives a figure's labels their looks: known labels keep theirs; an unknown one
 that would look like a label already placed moves to the next free place of its hue (deterministic:
 unknown labels are placed in sorted order after the known ones, whatever the figure's order).
-:func:`legend_outside` draws the figure's legend right of its panels (save with
-``bbox_inches="tight"``).
+:func:`legend_outside` draws the figure's legend right of its panels; :func:`save` writes a
+figure with everything outside its panels in the file (``bbox_inches="tight"``).
+
+The reports draw every curve against data visited the same way (:func:`mean_curves`: mean ± one
+standard deviation over seeds) and label every log axis with few, short ticks so that no two
+labels overlap (:func:`log_ticks`: decades, or 1, 2 and 5 times them on a short range; a number
+between 0.001 and 100,000 written plainly, a minor tick unlabelled).
 """
 
 from __future__ import annotations
 
 import colorsys
+import math
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 from matplotlib.colors import to_hex, to_rgb
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from .resultfiles import atomic_path, curve_stats
 
 # family -> (hue, its labels in their fixed order: a label's place k picks its variant)
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -65,6 +75,7 @@ LINESTYLES = ("-", "--", "-.")  # untuned labels; ``:`` is the tuned variants'
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*", "d", "H", "8")
 TUNED = "_tuned"
 SPREAD = 64  # places past a family's table an unknown label may hash to
+LEGEND_ROWS = 20  # entries per column of a figure's legend: a 4-inch-high figure's worth at its font size
 
 PLACE = {label: (hue, k) for hue, labels in FAMILIES.values() for k, label in enumerate(labels)}
 SIZE = {hue: len(labels) for hue, labels in FAMILIES.values()}
@@ -163,6 +174,74 @@ def panel_styles(labels: Iterable[str]) -> dict[str, Style]:
 
 def legend_outside(fig, axes):
     """One legend for ``fig``, right of its panels (it lies outside the figure's box: save with
-    ``bbox_inches="tight"``): every label drawn on ``axes`` once, in the order first drawn."""
+    ``bbox_inches="tight"``): every label drawn on ``axes`` once, in the order first drawn, in as
+    many columns of at most :data:`LEGEND_ROWS` entries as it needs."""
     handles = {label: h for ax in np.ravel(axes) for h, label in zip(*ax.get_legend_handles_labels())}
-    return fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    return fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+                      ncols=max(1, math.ceil(len(handles) / LEGEND_ROWS)))
+
+
+def mean_curves(ax, runs_by: dict, metric: str, styles: dict[str, Style], runs_in_label: bool = True) -> None:
+    """Each method's ``curve/<metric>``, mean ± one standard deviation over its runs, against data
+    visited (the evaluations after the first step), in its look; a method whose runs lack the curve is
+    left out. A method that stops visiting early (SoD after its subset) is drawn flat from where it
+    stopped to the end of the axis. The legend label is the method's, with its run count when
+    ``runs_in_label``."""
+    stats = {label: curve_stats(runs, metric) for label, runs in runs_by.items() if f"curve/{metric}" in runs[0][0]}
+    if not stats:
+        return
+    end = max(float(v.max()) for v, _, _ in stats.values())
+    for label, (visited, mean, std) in stats.items():
+        keep = visited > 0
+        x, m, s = visited[keep], mean[keep], std[keep]
+        if len(np.unique(x)) == 1:  # stopped: its final value from there on
+            x, m, s = np.array([x[0], end]), np.full(2, m[-1]), np.full(2, s[-1])
+        name = f"{label} ({len(runs_by[label])} runs)" if runs_in_label else label
+        plot_line(ax, x, m, styles[label], label=name)
+        ax.fill_between(x, m - s, m + s, color=styles[label].color, alpha=0.2)
+
+
+def _short_number(value: float, _position=None) -> str:
+    """A tick label: plainly between 0.001 and 100,000 (``0.05``, ``2``, ``1000``), else a power
+    of ten (``10⁶``, ``2×10⁶``)."""
+    if value <= 0:
+        return ""
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    exponent = math.floor(math.log10(value))
+    mantissa = round(value / 10.0**exponent, 6)
+    return f"$10^{{{exponent}}}$" if mantissa == 1 else f"${mantissa:g}\\times10^{{{exponent}}}$"
+
+
+class _FewLogTicks(LogLocator):
+    """Major ticks of a log axis: whole decades, no more than fit the axis (matplotlib's count:
+    three characters per label); where fewer than two decades lie in view, 1, 2 and 5 times each
+    decade instead."""
+
+    def __init__(self):
+        super().__init__(base=10.0, numticks="auto")
+
+    def tick_values(self, vmin, vmax):
+        decades = super().tick_values(vmin, vmax)
+        low, high = sorted((vmin, vmax))
+        if ((decades >= low) & (decades <= high)).sum() >= 2:
+            return decades
+        return LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)).tick_values(vmin, vmax)
+
+
+def log_ticks(axis) -> None:
+    """Label a log-scaled ``axis`` (``ax.xaxis`` or ``ax.yaxis``) with few, short major ticks and
+    unlabelled minor ones (module docstring)."""
+    axis.set_major_locator(_FewLogTicks())
+    axis.set_major_formatter(FuncFormatter(_short_number))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def save(fig, out: str | Path, dpi: int = 110) -> None:
+    """Write ``fig`` to ``out`` (atomically, PNG) with everything drawn outside its panels (an
+    outside legend, long labels) inside the file, and close it."""
+    import matplotlib.pyplot as plt
+
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png", bbox_inches="tight")
+    plt.close(fig)

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .resultfiles import atomic_path  # noqa: E402
-from .styles import legend_outside, style  # noqa: E402
+from .styles import legend_outside, log_ticks, save, style  # noqa: E402
 
 # Table 1 as printed: rows keyed by (registry method, KDE strategy or not). Exponents are the
 # powers of m and d in the claimed computation per iteration and memory; the rate is the claimed
@@ -128,9 +128,10 @@ def markdown(table: dict) -> str:
     return "".join(lines)
 
 
-def figure(table: dict, out: str | Path) -> None:
+def draw(table: dict):
     """Error against m (with the claimed slopes), and time and peak memory of a step against m and d;
-    each row in its method's look (``pmd_kde`` for the KDE row), named with its measured slope."""
+    each row in its method's look (``pmd_kde`` for the KDE row), named with its measured slope; every
+    axis logarithmic, with few, short tick labels (:func:`reports.styles.log_ticks`)."""
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
     for row in table["rows"]:
         r, c = row.get("measured_rate"), row.get("measured_cost")
@@ -147,15 +148,22 @@ def figure(table: dict, out: str | Path) -> None:
     m = np.array([100.0, 3000.0])
     for slope, fmt in ((-0.5, "k--"), (-1 / 3, "k:")):
         axes[0].loglog(m, 0.3 * (m / m[0]) ** slope, fmt, label=f"m^{slope:.2f} (paper)")
-    axes[0].set(xlabel="m", ylabel=r"RMS error of $E[\theta_1]$", title="integral approximation (conjugate model)")
-    axes[1].set(xlabel="m", ylabel="seconds per step", title="time per step against m")
-    axes[2].set(xlabel="d", ylabel="seconds per step", title="time per step against d")
-    axes[3].set(xlabel="m", ylabel="bytes", title="peak memory of a step against m")
+    axes[0].set(xlabel="particles m", ylabel=r"RMS error of $E[\theta_1]$",
+                title="integral approximation (conjugate model)")
+    axes[1].set(xlabel="particles m", ylabel="seconds per step", title="time per step against m")
+    axes[2].set(xlabel="dimension d", ylabel="seconds per step", title="time per step against d")
+    axes[3].set(xlabel="particles m", ylabel="peak memory of a step (bytes)", title="peak memory of a step against m")
+    for ax in axes:
+        log_ticks(ax.xaxis)
+        log_ticks(ax.yaxis)
     fig.tight_layout()
     legend_outside(fig, axes)
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=100, format="png", bbox_inches="tight")
-    plt.close(fig)
+    return fig
+
+
+def figure(table: dict, out: str | Path) -> None:
+    """:func:`draw` to ``out``."""
+    save(draw(table), out, dpi=100)
 
 
 def render(theorem5, rates, costs, black_box, out: str | Path) -> dict:

@@ -3,6 +3,7 @@ errors that name the option at fault, a run before ``init-store``, the store's p
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from pmd_bench.workflow import cli
+from pmd_bench.workflow import config as config_mod
 from pmd_bench.workflow.tracking import project_root, tracked_run, tracking_uri
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,6 +121,25 @@ def test_a_skipped_stage_leaves_no_empty_mlflow_experiment(tmp_path, monkeypatch
     assert cli.main(["init-store"]) == 0  # the embedded default: posteriordb needs a mirror
     names = {e.name for e in MlflowClient(uri).search_experiments()}
     assert "pmd-bench/mixture" in names and "pmd-bench/posteriordb" not in names
+    assert "pmd-bench/table1" in names  # Table 1's measurements and Theorem 5's rate are runs too
+
+
+def test_a_table1_measurement_is_an_mlflow_run(tmp_path, monkeypatch):
+    """A Table 1 part (here SMC's error against m, at two particle counts and three seeds) is logged
+    as a run of ``<prefix>/table1`` with its slope as a metric and its result file as an artifact,
+    so MLflow users find Table 1 where they find every other run."""
+    import yaml
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    cfg = config_mod.load(None)
+    cfg["table1"]["rate"].update(particles=[30, 100], seeds=3)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "smc.json"
+    assert cli.main(["--config", str(tmp_path / "c.yaml"), "table1", "rate", "--method", "smc", "--out", str(out)]) == 0
+    (run,) = MlflowClient(uri).search_runs([MlflowClient(uri).get_experiment_by_name("pmd-bench/table1").experiment_id])
+    assert run.info.run_name == "rate-smc" and run.data.params["method"] == "smc"
+    assert run.data.metrics["slope"] == json.loads(out.read_text())["slope"]
 
 
 def test_a_wrong_run_command_is_refused_before_jax_is_imported():

@@ -103,7 +103,7 @@ def test_lda_cli_end_to_end(tmp_path, monkeypatch):
     stand_in.parent.mkdir()
     stand_in.write_bytes(Path(runs[0]).read_bytes())
     runs.append(str(stand_in))
-    table, panel, fig5 = tmp_path / "table_lda.md", tmp_path / "figure2_lda.png", tmp_path / "figure5.png"
+    table, panel, fig5 = tmp_path / "table_lda.md", tmp_path / "curves_lda.png", tmp_path / "figure5.png"
     assert cli.main(["report", "lda", "--data", str(corpus), "--runs", *runs, "--out", str(table),
                      "--figure", str(panel)]) == 0
     text = table.read_text()

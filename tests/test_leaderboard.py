@@ -11,12 +11,15 @@ from pmd_bench.workflow.results import save_npz
 VISITED = np.array([0, 10, 20, 30])
 
 
-def _run(folder, method, seed, score, work=(0.0, 10.0, 20.0, 30.0), wall=(0.0, 1.0, 2.0, 3.0), posterior=None):
+def _run(folder, method, seed, score, work=(0.0, 10.0, 20.0, 30.0), wall=(0.0, 1.0, 2.0, 3.0), posterior=None,
+         compile_time=(0.0, 0.0, 0.0, 0.0)):
     arrays = {"visited": VISITED, "curve/mean_error_max": np.asarray(score, float) * 0.5,
               "curve/log_std_ratio_max": np.zeros(4), "curve/evals": np.asarray(work, float),
-              "curve/grad_evals": np.zeros(4), "curve/wall_time": np.asarray(wall, float)}
+              "curve/grad_evals": np.zeros(4), "curve/wall_time": np.asarray(wall, float),
+              "curve/compile_time": np.asarray(compile_time, float)}
     path = folder / (posterior or "") / method / f"seed{seed}.npz"
-    save_npz(path, arrays, {"method": method, "seed": seed, **({"posterior": posterior} if posterior else {})})
+    save_npz(path, arrays, {"method": method, "seed": seed, "commit": "0123456789abcdef",
+                            **({"posterior": posterior} if posterior else {})})
     return path
 
 
@@ -35,6 +38,7 @@ def test_the_board_counts_cells_and_reads_costs_over_the_reached_ones(tmp_path):
     assert rows["c"]["work"] == 0.0  # met at its first evaluation: nothing spent
     text = leaderboard.markdown(result)
     assert "| 1 | c | 2/2 |" in text and "| 3 | b | 1/2 | 20 (20-20) |" in text
+    assert "Run files made at commit `0123456789`." in text  # each board says which code made it
 
 
 def test_several_targets_are_cells_and_the_digest_says_when_none_reached(tmp_path):
@@ -55,3 +59,13 @@ def test_a_method_charged_for_its_work_is_named(tmp_path):
     save_npz(files[1], {**arrays, "curve/work_charged": np.ones(4)}, meta)
     text = leaderboard.markdown(leaderboard.board("logistic", files))
     assert "Work charged, not counted: `b` report no work" in text and "`a`" not in text
+
+
+def test_seconds_leave_compilation_out(tmp_path):
+    """One clock: a seed that compiled its programs (the first of a process) and one that read them
+    back are charged the same seconds for the same stepping; the board once read the clock with
+    compilation in (here 5 s against 2 s)."""
+    files = [_run(tmp_path, "a", 0, [2, 2, 0.5, 0.5], wall=(3.0, 4.0, 5.0, 6.0), compile_time=(3.0, 3.0, 3.0, 3.0)),
+             _run(tmp_path, "a", 1, [2, 2, 0.5, 0.5])]
+    row = leaderboard.board("logistic", files)["rows"][0]
+    assert row["seconds"] == 2.0 and row["seconds_iqr"] == [2.0, 2.0]

@@ -1,5 +1,5 @@
 """The logistic experiment end to end through the ``pmd-bench`` CLI on a tiny synthetic data set:
-store, NUTS reference (its own process, as Snakemake runs it), runs, Figure 2 and the table."""
+store, NUTS reference (its own process, as Snakemake runs it), runs, Figure 2, the curves and the table."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def workspace(tmp_path_factory):
     cfg = yaml.safe_load(DEFAULT_CONFIG.read_text())
     cfg["results_dir"] = str(root / "results")
     cfg["logistic"].update({
-        "train_rows": None, "seeds": 1, "batch_size": 20, "num_passes": 2, "eval_every": 200, "eval_samples": 200,
+        "train_rows": None, "seeds": 1, "batch_seeds": True, "batch_size": 20, "num_passes": 2, "eval_every": 200, "eval_samples": 200,
         "reference": {"chains": 4, "draws": 500, "tune": 500, "seed": 0, "max_rhat": 1.01, "min_ess": 200},
         "methods": {
             "pmd": {"strategy": "hybrid", "num_particles": 300, "kde_steps": 1, "redraw_below": 0.5,
@@ -74,11 +74,14 @@ def test_reference_runs_and_reports(workspace):
                    "--reference", str(reference), "--out", str(out))
         assert done.returncode == 0, done.stderr[-3000:]
         runs.append(str(out))
-    figure, table = root / "figures" / "figure2.png", root / "figures" / "table.md"
+    figure, curves, table = (root / "figures" / name for name in ("figure2.png", "curves_logistic.png", "table.md"))
     assert cli("report", "figure2", "--data", str(reference), "--runs", *runs, "--out", str(figure)).returncode == 0
-    assert cli("report", "table-logistic", "--data", str(reference), "--runs", *runs, "--out", str(table)).returncode == 0
-    assert figure.stat().st_size > 10_000
-    summary = json.loads(figure.with_suffix(".json").read_text())
+    assert cli("report", "table-logistic", "--data", str(reference), "--runs", *runs, "--out", str(table),
+               "--figure", str(curves)).returncode == 0
+    assert figure.stat().st_size > 10_000 and curves.stat().st_size > 10_000
+    panel = json.loads(figure.with_suffix(".json").read_text())["logistic"]
+    assert set(panel["final"]) == {"pmd", "jj_svi", "pg_gibbs"} and panel["title"].startswith("(1) Bayesian logistic")
+    summary = json.loads(curves.with_suffix(".json").read_text())
     nuts_error = summary["reference"]["predictive"]["test_error"]
     for method in ("pmd", "jj_svi", "pg_gibbs"):
         # 60 test points from a well-specified 2-feature model: every method's predictive is within
@@ -86,7 +89,7 @@ def test_reference_runs_and_reports(workspace):
         assert abs(summary["methods"][method]["test_error"]["mean"] - nuts_error) <= 4 / 60 + 1e-9
     text = table.read_text()
     assert all(f"| {m} | 1 |" in text for m in ("pmd", "jj_svi", "pg_gibbs")) and "98.8%" in text
-    assert "The project's goal for `pmd` (mean within 1 reference sd" in text
+    assert "The criterion (max |mean error| ≤ 0.5 reference sd and max |log sd ratio| ≤ 0.3) for `pmd` at the end: met in **" in text
     client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
     experiment = client.get_experiment_by_name("pmd-bench/logistic")
     names = {r.info.run_name for r in client.search_runs([experiment.experiment_id])}

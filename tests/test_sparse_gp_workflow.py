@@ -51,7 +51,7 @@ def workspace(tmp_path_factory):
           for p, m, d in (("gp1d", "pmd", gp1d), ("msd", "svi", standin))],
         ["report", "sparse-gp", "--data", str(out["truth_gp1d"]), str(out["truth_msd"]), "--runs",
          *[str(root / "runs" / p / m / "seed0.npz") for p, m in (("gp1d", "pmd"), ("msd", "svi"))],
-         "--out", str(root / "table.md"), "--figure", str(root / "figure2.png")],
+         "--out", str(root / "table.md"), "--figure", str(root / "curves_sparse_gp.png")],
         ["report", "figure4", "--data", str(out["truth_gp1d"]), "--runs", str(root / "runs/gp1d/pmd/seed0.npz"),
          "--out", str(root / "figure4.png")],
     ]
@@ -93,7 +93,7 @@ def test_reports_and_tracking(workspace):
                 "by mean final RMSE to the exact-GP mean", "by mean final test RMSE",
                 "peak memory, GiB (max over runs)"):
         assert row in text
-    assert (root / "figure2.png").stat().st_size > 0 and (root / "figure4.png").stat().st_size > 0
+    assert (root / "curves_sparse_gp.png").stat().st_size > 0 and (root / "figure4.png").stat().st_size > 0
     client = MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
     exp = client.get_experiment_by_name("pmd-bench/sparse_gp")
     runs = client.search_runs([exp.experiment_id])

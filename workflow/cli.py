@@ -26,16 +26,19 @@ The Snakemake rules call these verbs; they work the same by hand::
         --out results/custom/linreg/table.md --figure results/custom/linreg/heatmap.png
     pmd-bench run lda --method pmd --seed 0 --data results/data/lda-synth --out results/lda/runs/pmd/seed0.npz
     pmd-bench report lda --data results/data/lda-synth --runs results/lda/runs/*/seed*.npz \
-        --out results/figures/table_lda.md --figure results/figures/figure2_lda.png
+        --out results/figures/table_lda.md --figure results/figures/curves_lda.png
     pmd-bench make-data sparse_gp --out results/data/msd-standin.npz
     pmd-bench reference sparse_gp --problem gp1d --data results/data/gp1d-synth.npz \
         --out results/sparse_gp/gp1d/truth.npz
     pmd-bench run sparse_gp --problem gp1d --method pmd --seed 0 --data results/data/gp1d-synth.npz \
         --reference results/sparse_gp/gp1d/truth.npz --out results/sparse_gp/gp1d/runs/pmd/seed0.npz
     pmd-bench report sparse-gp --data results/sparse_gp/*/truth.npz --runs results/sparse_gp/*/runs/*/seed*.npz \
-        --out results/figures/table_sparse_gp.md --figure results/figures/figure2_sparse_gp.png
+        --out results/figures/table_sparse_gp.md --figure results/figures/curves_sparse_gp.png
     pmd-bench report figure4 --data results/sparse_gp/gp1d/truth.npz \
         --runs results/sparse_gp/gp1d/runs/pmd/seed*.npz --out results/figures/figure4.png
+    pmd-bench report figure2 --data results/logistic/reference.npz --runs results/logistic/runs/*/seed*.npz \
+        --sparse-gp-data results/sparse_gp/*/truth.npz --sparse-gp-runs results/sparse_gp/*/runs/*/seed*.npz \
+        --lda-runs results/lda/runs/*/seed*.npz --out results/figures/figure2.png
     pmd-bench report cost --experiment mixture --data results/mixture/data.npz \
         --runs results/mixture/runs/*/seed*.npz --out results/figures/cost_mixture.md \
         --figure results/figures/cost_mixture.png
@@ -115,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", choices=sorted(EXPERIMENTS))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
     p.add_argument("--seed", type=int, nargs="+", required=True,
-                   help="one seed, or several (mixture, logistic) run as one vectorised program, one --out each")
+                   help="one seed, or several (mixture, logistic): one after another in this process, or as one vectorised program with the section's batch_seeds; one --out each")
     p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
     p.add_argument("--model", help="a model name of the config's custom.models (custom)")
@@ -169,7 +172,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="tuning: the experiment's `pmd-bench tune` results .../<method>.json")
     p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
     p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb, custom); the figure (.png) of the table "
-                                    "(sparse-gp, lda, cost)")
+                                    "(table-logistic, sparse-gp, lda: the curves against data visited; cost)")
+    p.add_argument("--sparse-gp-data", nargs="+", help="figure2: the sparse-GP truth files (its panel is left out "
+                                                       "without them and --sparse-gp-runs)")
+    p.add_argument("--sparse-gp-runs", nargs="+", help="figure2: the sparse-GP run files")
+    p.add_argument("--lda-runs", nargs="+", help="figure2: the LDA run files (its panel is left out without them)")
     p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost, tuning, leaderboard: the experiment whose "
                                                                         "runs or tuning results are shown")
     p.add_argument("--source", help="digest: where the results come from, in words (config, commit)")
@@ -386,11 +393,13 @@ def _regress(cfg: dict, args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _table1(cfg: dict, args: argparse.Namespace) -> None:
+def _table1(cfg: dict, args: argparse.Namespace, uri: str) -> None:
     """The ``table1`` verb: one measurement of Table 1 (:mod:`workflow.experiments.table1`,
-    :mod:`workflow.experiments.black_box`) written to ``--out``, or the table rendered."""
-    from .results import save_json
+    :mod:`workflow.experiments.black_box`) written to ``--out`` and logged as an MLflow run of the
+    experiment ``<prefix>/table1``, or the table rendered."""
     from .experiments import black_box, table1
+    from .results import save_json
+    from .tracking import log_measurement
 
     if "table1" not in cfg:
         raise ValueError("the config has no table1 section")
@@ -402,13 +411,22 @@ def _table1(cfg: dict, args: argparse.Namespace) -> None:
             raise ValueError("table1 render needs --theorem5 (pmd-bench rate's JSON) and --black-box")
         table1_report.render(args.theorem5, args.rates, args.costs, args.black_box, args.out)
     elif args.what == "black-box":
-        save_json(args.out, black_box.measure(cfg, section["black_box"]["methods"]))
+        result = black_box.measure(cfg, section["black_box"]["methods"])
+        save_json(args.out, result)
+        log_measurement(uri, _experiment_name(cfg, "table1"), "black-box", section["black_box"],
+                        {"black_box_methods": sum(row["black_box"] for row in result["methods"].values())},
+                        args.out, {"experiment": "table1", "part": "black-box"})
     else:
         part = section[args.what]
         if args.method not in part["methods"]:
             raise ValueError(f"table1 {args.what} --method {args.method!r}: not in the config's table1.{args.what}.methods "
                              f"({', '.join(part['methods'])})")
-        save_json(args.out, (table1.rate if args.what == "rate" else table1.cost)(part, args.method))
+        result = (table1.rate if args.what == "rate" else table1.cost)(part, args.method)
+        save_json(args.out, result)
+        log_measurement(uri, _experiment_name(cfg, "table1"), f"{args.what}-{args.method}",
+                        {"method": args.method, **{k: v for k, v in part.items() if k != "methods"},
+                         **{f"method.{k}": v for k, v in part["methods"][args.method].items()}},
+                        result, args.out, {"experiment": "table1", "part": args.what})
 
 
 def _archive(action: str, paths: list[str]) -> int:
@@ -489,7 +507,6 @@ def main(argv: list[str] | None = None) -> int:
         _preflight(cfg, args)  # the arguments' errors before the imports below (seconds: JAX, MLflow)
         from pmd_bench.datasets.settings import resolve_settings
 
-        from .experiments import logistic, posteriordb, rate, sparse_gp
         from .repetitions import run_seeds
         from .results import save_json
         from .tracking import git_commit, init_store, tracking_uri
@@ -498,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.verb == "init-store":
             # an MLflow experiment per experiment that runs: none left empty by a skipped stage
             init_store(uri, [_experiment_name(cfg, name) for name in EXPERIMENTS if name in cfg
-                             and not (name == "posteriordb" and config_mod.posteriordb_skip_reason(cfg))])
+                             and not (name == "posteriordb" and config_mod.posteriordb_skip_reason(cfg))]
+                       + ([_experiment_name(cfg, "table1")] if "table1" in cfg or "rate" in cfg else []))
             if args.marker:
                 Path(args.marker).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.marker).write_text(uri + "\n")
@@ -515,8 +533,10 @@ def main(argv: list[str] | None = None) -> int:
             if len(args.seed) > 1:
                 extra = {"reference": args.reference} if args.experiment == "logistic" else {}
                 prep = EXPERIMENTS[args.experiment].prepare(section, args.method, args.data, params=params, **extra)
-                metas = run_seeds(prep, args.seed, args.out, uri, _experiment_name(cfg, args.experiment))
-                print(f"{args.method} seeds {args.seed} batched: {metas[0]['num_steps']} steps, "
+                vectorised = bool(section.get("batch_seeds", False))
+                metas = run_seeds(prep, args.seed, args.out, uri, _experiment_name(cfg, args.experiment), vectorised)
+                print(f"{args.method} seeds {args.seed} {'batched' if vectorised else 'one after another'}: "
+                      f"{metas[0]['num_steps']} steps, "
                       f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping")
                 return 0
             (args.seed,), (args.out,) = args.seed, args.out
@@ -529,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                 meta = EXPERIMENTS["custom"].run_one(section, label, args.model, args.seed, args.reference,
                                                      args.out, uri, _experiment_name(cfg, args.experiment), params)
             elif args.experiment == "posteriordb":
-                meta = posteriordb.run_one(section, label, args.posterior, args.seed, args.out, uri,
+                meta = EXPERIMENTS["posteriordb"].run_one(section, label, args.posterior, args.seed, args.out, uri,
                                            _experiment_name(cfg, args.experiment), params,
                                            resolve_settings(cfg["datasets"]))
             else:
@@ -554,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
             bench_report.write(args.out, plan.plan(args.configfiles, args.cores), bench_report.workflow_plan)
             print(Path(args.out).with_suffix(".md").read_text())
         elif args.verb == "table1":
-            _table1(cfg, args)
+            _table1(cfg, args, uri)
         elif args.verb == "report-html":
             from pmd_bench.reports import html_report
 
@@ -570,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "reference" and args.experiment == "sparse_gp":
             if not (args.problem and args.data):
                 raise ValueError("reference sparse_gp needs --problem (a key of sparse_gp.problems) and --data")
-            meta = sparse_gp.make_truth(cfg["sparse_gp"], args.problem, args.data, args.out, uri,
+            meta = EXPERIMENTS["sparse_gp"].make_truth(cfg["sparse_gp"], args.problem, args.data, args.out, uri,
                                         _experiment_name(cfg, "sparse_gp"))
             print(json.dumps(meta.get("exact", {}), indent=1))
         elif args.verb == "reference" and args.experiment == "custom":
@@ -580,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "reference":
             if not args.data:
                 raise ValueError(f"reference {args.experiment} needs --data (the prepared data file)")
-            meta = logistic.make_reference(cfg[args.experiment], args.data, args.out, uri,
+            meta = EXPERIMENTS["logistic"].make_reference(cfg[args.experiment], args.data, args.out, uri,
                                            _experiment_name(cfg, args.experiment))
             print(json.dumps({"diagnostics": meta["diagnostics"], "floor": meta["floor"]}, indent=1))
         elif args.verb == "floor" and args.experiment == "custom":
@@ -592,15 +612,21 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "floor":
             if not args.posterior:
                 raise ValueError("floor posteriordb needs --posterior")
-            floor = posteriordb.make_floor(args.posterior, args.out, cfg["posteriordb"]["eval_samples"],
+            floor = EXPERIMENTS["posteriordb"].make_floor(args.posterior, args.out, cfg["posteriordb"]["eval_samples"],
                                           resolve_settings(cfg["datasets"]))
             print(json.dumps(floor["floor"], indent=1))
         elif args.verb == "rate":
             from pmd_bench.reports import rate as rate_report
 
+            from .experiments import rate
+            from .tracking import log_measurement
+
             result = rate.measure(args.particles, args.seeds)
             save_json(args.out, result)
             rate_report.render(args.out, Path(args.out).with_suffix(".png"))
+            log_measurement(uri, _experiment_name(cfg, "table1"), "rate-pmd-theorem5",
+                            {"particles": args.particles, "seeds": args.seeds}, result, args.out,
+                            {"experiment": "table1", "part": "rate"})
             print(f"log-log slope {result['slope']:.3f} (Theorem 5: -0.5)")
         elif args.verb == "report" and args.what == "tuning":
             from pmd_bench.reports import tuning as tuning_report
@@ -636,13 +662,13 @@ def main(argv: list[str] | None = None) -> int:
             from pmd_bench.reports import sparse_gp as sparse_gp_report
 
             if not args.figure:
-                raise ValueError("report sparse-gp needs --figure (the Figure 2(2) panel's .png)")
+                raise ValueError("report sparse-gp needs --figure (the curves' .png)")
             sparse_gp_report.render(args.data, args.runs, args.out, args.figure)
         elif args.verb == "report" and args.what in ("lda", "figure5", "lda-grid"):
             from pmd_bench.reports import lda as lda_report
 
             if args.what == "lda" and not args.figure:
-                raise ValueError("report lda needs --figure (the Figure 2(3) panel's .png)")
+                raise ValueError("report lda needs --figure (the curves' .png)")
             if args.what == "lda":
                 lda_report.render(args.data[0], args.runs, args.out, args.figure)
             elif args.what == "figure5":
@@ -669,11 +695,17 @@ def main(argv: list[str] | None = None) -> int:
         elif args.verb == "report" and args.what == "figure2":
             from pmd_bench.reports import figure2
 
-            figure2.render(args.data[0], args.runs, args.out)
+            if bool(args.sparse_gp_data) != bool(args.sparse_gp_runs):
+                raise ValueError("report figure2 needs --sparse-gp-data and --sparse-gp-runs together")
+            figure2.render(args.out, logistic=(args.data[0], args.runs),
+                           sparse_gp=(args.sparse_gp_data, args.sparse_gp_runs) if args.sparse_gp_runs else None,
+                           lda=args.lda_runs)
         elif args.verb == "report":
-            from pmd_bench.reports import table_logistic
+            from pmd_bench.reports import figure2, table_logistic
 
             table_logistic.render(args.data[0], args.runs, args.out)
+            if args.figure:
+                figure2.render_curves(args.data[0], args.runs, args.figure)
     except Exception as err:
         if not _users_error(err):
             raise
@@ -709,7 +741,7 @@ def _preflight(cfg: dict, args: argparse.Namespace) -> None:
     if len(args.seed) != len(args.out):
         raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
     if len(args.seed) > 1 and args.experiment not in config_mod.BATCHABLE:
-        raise ValueError(f"several seeds in one run (batched repetitions) are built for the "
+        raise ValueError(f"several seeds in one run are built for the "
                          f"{' and '.join(config_mod.BATCHABLE)} experiments, not {args.experiment}: give one --seed")
     if args.experiment == "custom" and not (args.model and args.reference):
         raise ValueError("run custom needs --model (a name of the config's custom.models) and --reference "

@@ -19,7 +19,8 @@ SCHEMA = Path(__file__).parent / "schemas" / "config.schema.json"
 EXPERIMENT_TARGETS = {"posteriordb": "model", "custom": "model", "mixture": "mixture", "logistic": "logistic",
                       "sparse_gp": "sparse_gp", "lda": "lda"}
 
-#: the experiments whose rules and CLI can run a method's seeds batched (``<experiment>.batch_seeds``,
+#: the experiments whose rules and CLI can run several seeds of a method in one job
+#: (``<experiment>.seeds_in_one_job``: one after another; ``<experiment>.batch_seeds``: vectorised;
 #: ``pmd-bench run <experiment> --seed 0 1 ...``; workflow.repetitions)
 BATCHABLE = ("mixture", "logistic")
 
@@ -123,3 +124,9 @@ def method_files_from(config: dict, configfiles: list[str | Path]) -> dict:
                 body = config["table1"][section[7:]] if section.startswith("table1.") else config[section]
                 body["methods"][label]["method"] = name
     return config
+
+
+def seeds_in_one_job(section: dict) -> bool:
+    """Whether an experiment section runs each method's seeds in one job: one after another
+    (``seeds_in_one_job``) or as one vectorised program (``batch_seeds``)."""
+    return bool(section.get("seeds_in_one_job", False) or section.get("batch_seeds", False))

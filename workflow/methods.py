@@ -270,6 +270,22 @@ def build(label: str, spec: dict[str, Any], model: Any, data: Any, num_steps: in
         raise ConfigError(f"method {label!r} ({name}): bad arguments {sorted(spec)}: {err}") from err
 
 
+def build_timed(label: str, spec: dict[str, Any], model: Any, data: Any, num_steps: int) -> tuple[Any, tuple[float, float]]:
+    """:func:`build`, and ``(seconds, compile_seconds)``: how long the construction took and how much
+    of it JAX spent compiling (:func:`pmd.runner.compilation_seconds`). A method's start (SVI's,
+    SGLD's, NPV's, NPL's and SVGD's Laplace fit, NumPyro's initial full-data evaluation) runs in
+    its constructor: this is the time :func:`pmd.run`'s ``start`` adds to the run's clock."""
+    import time
+
+    from pmd.runner import compilation_seconds
+
+    with compilation_seconds() as compiling:
+        t0 = time.perf_counter()
+        method = build(label, spec, model, data, num_steps)
+        seconds = time.perf_counter() - t0
+    return method, (seconds, compiling())
+
+
 def check_config(config: dict) -> None:
     """Check every method entry of ``config`` (:func:`entries`, :func:`check_entry`), so a config
     that names an unknown method, a misspelt hyperparameter or a method on a target it does not

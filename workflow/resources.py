@@ -83,6 +83,8 @@ ANCHORS: dict[str, Anchor] = {
     "tracking_store": Anchor(130, PROCESS_MB, source="130 s: the slowest of 16 (a loaded machine)"),
     "mixture_figures": Anchor(12, FIGURE_MB, source="12 s, default config"),
     "logistic_figures": Anchor(41, FIGURE_MB, source="41 s, mnist config"),
+    "figure2": Anchor(41, FIGURE_MB, source="not measured: as logistic_figures, the slowest of the three "
+                      "experiments' figure jobs whose run files it reads"),
     "sparse_gp_figures": Anchor(26, FIGURE_MB, source="26 s, ci config"),
     "sparse_gp_figure4": Anchor(47, FIGURE_MB, source="47 s, ci config"),
     "lda_figures": Anchor(41, FIGURE_MB, source="41 s, default config on the Wikipedia corpus"),
@@ -385,8 +387,9 @@ def job_resources(rule: str, config: Mapping) -> dict[str, Callable]:
 
 
 def batch_resources(rule: str, config: Mapping, repetitions: int) -> dict[str, Callable]:
-    """The ``resources:`` of a job running ``repetitions`` jobs of ``rule`` as one vectorised program
-    (``mixture.batch_seeds``): their states side by side and, at worst, each one's time in turn, so
+    """The ``resources:`` of a job running ``repetitions`` jobs of ``rule`` (``mixture.seeds_in_one_job``:
+    one after another; ``mixture.batch_seeds``: as one vectorised program, their states side by
+    side): at worst each one's memory and each one's time in turn, so
     ``repetitions`` × :func:`job_resources` (the batch's speed-up is measured, not assumed:
     ``benchmarks/bench_batched_seeds.py``)."""
     single = job_resources(rule, config)

@@ -179,6 +179,29 @@ def log_summary(meta: Mapping[str, Any]) -> None:
     mlflow.log_metrics(values)
 
 
+def measurement_metrics(result: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """The finite numbers of a measurement's JSON result (Table 1's rates, costs and probe, Theorem
+    5's rate) as MLflow metrics, nested mappings as dotted names (``by_dim.time_exponent.slope``);
+    lists and text are left to the result file, logged beside them as an artifact."""
+    out: dict[str, float] = {}
+    for key, value in result.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(measurement_metrics(value, f"{name}."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            out[name] = float(value)
+    return out
+
+
+def log_measurement(uri: str, experiment: str, run_name: str, params: Mapping[str, Any], result: Mapping[str, Any],
+                    path: str | Path, tags: Mapping[str, str] | None = None) -> None:
+    """One MLflow run for a measurement that is not a method's run on data (a Table 1 part, Theorem
+    5's rate): its parameters, its numbers (:func:`measurement_metrics`) and its result file."""
+    with tracked_run(uri, experiment, run_name, params, tags):
+        mlflow.log_metrics(measurement_metrics(result))
+        mlflow.log_artifact(str(path), artifact_path="result")
+
+
 class Terminated(BaseException):
     """SIGTERM arrived during a :func:`tracked_run` (a ``BaseException``, like ``KeyboardInterrupt``:
     no ``except Exception`` in the body swallows it)."""

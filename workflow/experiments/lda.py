@@ -42,7 +42,7 @@ from pmd.runner import batch_indices
 
 from .. import methods
 from ..results import save_npz
-from ..tracking import log_summary, tracked_run
+from ..tracking import git_commit, log_summary, tracked_run
 
 EXPERIMENT = "lda"
 TOP_WORDS = 10
@@ -136,10 +136,10 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
             result = _run_peer(PEERS[name], peer_spec, settings, data, seed, evaluate, logger)
         else:
             num_steps = max(1, math.ceil(settings["num_passes"] * num_docs / settings["batch_size"]))
-            method = methods.build(label, spec, model, data["train"], num_steps)
+            method, start = methods.build_timed(label, spec, model, data["train"], num_steps)
             res = run(method, data["train"], jax.random.key(seed), batch_size=settings["batch_size"],
                       num_passes=settings["num_passes"], eval_every=settings["eval_every"], evaluate=evaluate,
-                      logger=logger)
+                      logger=logger, start=start)
             result = {"posterior": res.posterior, "visited": res.visited, "num_steps": res.num_steps,
                       "curves": res.curves, "step_seconds": res.step_seconds}
         ladder = lda.fold_in_ladder(result["posterior"], jax.random.fold_in(jax.random.key(seed), 7),
@@ -148,7 +148,7 @@ def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | 
         visited = int(result["visited"][-1])
         tokens_visited = visited * data["train_tokens"] / num_docs
         topics = np.asarray(result["posterior"].expected_topics())
-        meta = {"method": label, "seed": seed, "params": run_params, "step_seconds": result["step_seconds"],
+        meta = {"method": label, "seed": seed, "params": run_params, "commit": git_commit(), "step_seconds": result["step_seconds"],
                 "total_seconds": time.perf_counter() - t0, "num_steps": result["num_steps"], "visited": visited,
                 "seconds_per_document": result["step_seconds"] / max(visited, 1),
                 "tokens_per_second": tokens_visited / max(result["step_seconds"], 1e-12),

@@ -156,7 +156,7 @@ def prepare(cfg: dict, label: str, data_path: str | Path, reference: str | Path 
     if ref.draws.shape[1] != train["x"].shape[1]:
         raise ValueError(f"the reference {reference} has d={ref.draws.shape[1]}, the data d={train['x'].shape[1]}")
     model = BayesianLogisticRegression(train["x"].shape[1], cfg["prior_std"]).model()
-    method = methods.build(label, spec, model, train, num_steps)
+    method, start = methods.build_timed(label, spec, model, train, num_steps)
     base = {"method": label, "num_data": len(train["y"]), "prior_std": cfg["prior_std"], "train_rows": train_rows,
             **settings, **{f"method.{k}": v for k, v in spec.items()}}
 
@@ -178,7 +178,8 @@ def prepare(cfg: dict, label: str, data_path: str | Path, reference: str | Path 
         return meta
 
     return Prepared(method=method, data=train, settings=settings, evaluate=evaluate, params=base,
-                    run_name=lambda seed: f"{label}-seed{seed}", save=save, tags={"experiment": EXPERIMENT})
+                    run_name=lambda seed: f"{label}-seed{seed}", save=save, tags={"experiment": EXPERIMENT},
+                    start=start)
 
 
 def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | Path, uri: str, experiment: str,

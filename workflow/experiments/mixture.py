@@ -75,7 +75,7 @@ def prepare(cfg: dict, label: str, data_path: str | Path, params: dict[str, Any]
     x, true, _ = load_data(data_path)
     spec, settings = methods.split_spec(label, cfg["methods"][label] if params is None else params, cfg)
     num_steps = max(1, math.ceil(settings["num_passes"] * len(x) / settings["batch_size"]))
-    method = methods.build(label, spec, WellingTehMixture().model(), jnp.asarray(x), num_steps)
+    method, start = methods.build_timed(label, spec, WellingTehMixture().model(), jnp.asarray(x), num_steps)
     base = {"method": label, "num_data": len(x), **settings, **{f"method.{k}": v for k, v in spec.items()}}
 
     def save(result, seed: int, run_params: dict, out, started: float, shared: float, extra: dict) -> dict:
@@ -93,7 +93,7 @@ def prepare(cfg: dict, label: str, data_path: str | Path, params: dict[str, Any]
     return Prepared(method=method, data=jnp.asarray(x), settings=settings,
                     evaluate=lambda posterior, k: score(posterior, true, k, cfg["score_samples"]),
                     params=base, run_name=lambda seed: f"{label}-seed{seed}", save=save,
-                    tags={"experiment": EXPERIMENT})
+                    tags={"experiment": EXPERIMENT}, start=start)
 
 
 def run_one(cfg: dict, label: str, seed: int, data_path: str | Path, out: str | Path,

@@ -50,7 +50,7 @@ from pmd.sample_metrics import SampleReference, reference_floor
 
 from .. import methods
 from ..results import save_json, save_npz
-from ..tracking import log_summary, tracked_run
+from ..tracking import git_commit, log_summary, tracked_run
 
 EXPERIMENT = "posteriordb"
 METRICS = ("mean_error", "mean_error_max", "mean_error_raw", "log_std_ratio", "log_std_ratio_max", "energy",
@@ -80,12 +80,13 @@ def budget(section: dict, label: str, spec: dict, num_data: int) -> tuple[dict, 
                   "budget_points": passes * num_data, "budget_passes": passes}
 
 
-def run_budgeted(method, data, settings: dict, key, evaluate, logger=None, eval_every: int | None = None) -> RunResult:
+def run_budgeted(method, data, settings: dict, key, evaluate, logger=None, eval_every: int | None = None,
+                 start: tuple[float, float] = (0.0, 0.0)) -> RunResult:
     """:func:`pmd.run` for exactly ``settings["budget_passes"]`` passes in batches of
     ``settings["batch_size"]`` (the budget of :func:`budget`), evaluating every ``eval_every``
-    points (default the settings')."""
+    points (default the settings'), its clock from the method's construction (``start``)."""
     return run(method, data, key, batch_size=settings["batch_size"], num_passes=settings["budget_passes"],
-               eval_every=eval_every or settings["eval_every"], evaluate=evaluate, logger=logger)
+               eval_every=eval_every or settings["eval_every"], evaluate=evaluate, logger=logger, start=start)
 
 
 def constrained_samples(problem: PosteriordbProblem, posterior, key, num_samples: int) -> tuple[Any, Any, str | None]:
@@ -166,9 +167,10 @@ def run_problem(cfg: dict, label: str, problem: PosteriordbProblem, draws: np.nd
     num_data = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
     spec, settings = budget(cfg, label, cfg["methods"][label] if params is None else params, num_data)
     try:
-        method, start_failure = methods.build(label, spec, problem.model, problem.data, settings["num_steps"]), None
+        (method, start), start_failure = methods.build_timed(label, spec, problem.model, problem.data,
+                                                             settings["num_steps"]), None
     except FloatingPointError as err:  # the method cannot start here (SVI's Laplace start finds no mode): a result
-        method, start_failure = None, err
+        method, start, start_failure = None, (0.0, 0.0), err
     run_params = {"method": label, "posterior": posterior, "seed": seed, "num_data": num_data, "iid": problem.iid,
                   "dim": problem.model.dim, "eval_samples": cfg["eval_samples"], **settings,
                   **{f"method.{k}": v for k, v in spec.items()}}
@@ -178,12 +180,12 @@ def run_problem(cfg: dict, label: str, problem: PosteriordbProblem, draws: np.nd
         try:
             if start_failure is not None:
                 raise start_failure
-            result = run_budgeted(method, problem.data, settings, jax.random.key(seed), evaluate, logger)
+            result = run_budgeted(method, problem.data, settings, jax.random.key(seed), evaluate, logger, start=start)
             error = evaluate.failure
         except Exception as err:  # noqa: BLE001 (a method's failure is a result: the table shows it)
             result, error = None, f"{type(err).__name__}: {err}"
         outcome, arrays = _outcome(result)
-        meta = {"method": label, "posterior": posterior, "seed": seed, "params": run_params,
+        meta = {"method": label, "posterior": posterior, "seed": seed, "params": run_params, "commit": git_commit(),
                 "status": "ok" if error is None else "failed", "error": error, **outcome,
                 "total_seconds": time.perf_counter() - t0}
         save_npz(out, arrays, meta)

@@ -54,7 +54,7 @@ from pmd.models.sparse_gp import SparseGP, exact_gp_predict, median_bandwidth, s
 
 from .. import methods
 from ..results import load_npz, save_npz
-from ..tracking import log_summary, tracked_run
+from ..tracking import git_commit, log_summary, tracked_run
 
 EXPERIMENT = "sparse_gp"
 # rows per slice of the full-data Hensman bound: 8,192 × M = 1,024 float64 features are 64 MiB
@@ -168,7 +168,7 @@ def run_one(section: dict, label: str, seed: int, data_path: str | Path, out: st
     truth, _ = load_npz(reference)
     model = build_model(cfg, train)
     num_steps = max(1, math.ceil(settings["num_passes"] * len(train["y"]) / settings["batch_size"]))
-    method = methods.build(label, spec, model, train, num_steps)
+    method, start = methods.build_timed(label, spec, model, train, num_steps)
     run_params = {"method": label, "seed": seed, "problem": problem, "data": str(data_path),
                   "standin": info["standin"], "num_data": len(train["y"]),
                   "lengthscale": model.lengthscale, "noise_variance": model.noise_variance,
@@ -190,9 +190,9 @@ def run_one(section: dict, label: str, seed: int, data_path: str | Path, out: st
         t0 = time.perf_counter()
         result = run(method, train, jax.random.key(seed), batch_size=settings["batch_size"],
                      num_passes=settings["num_passes"], eval_every=settings["eval_every"], evaluate=evaluate,
-                     logger=logger)
+                     logger=logger, start=start)
         post = result.posterior
-        meta = {"method": label, "seed": seed, "problem": problem, "params": run_params, "noise_std": info["noise_std"],
+        meta = {"method": label, "seed": seed, "problem": problem, "params": run_params, "commit": git_commit(), "noise_std": info["noise_std"],
                 "standin": info["standin"], "step_seconds": result.step_seconds, "eval_seconds": result.eval_seconds,
                 "total_seconds": time.perf_counter() - t0, "num_steps": result.num_steps,
                 "visited": int(result.visited[-1]), "seconds_per_step": result.step_seconds / result.num_steps,

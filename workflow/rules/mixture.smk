@@ -27,8 +27,9 @@ rule mixture_data:
         PMD_BENCH + " --config {input.config} make-data mixture --out {output} > {log} 2>&1"
 
 
-if config["mixture"].get("batch_seeds", False):
-    # every seed of a method in one job: one vectorised program (pmd.run_batched), the same files
+if seeds_in_one_job(config["mixture"]):
+    # every seed of a method in one job (one after another, or with batch_seeds one vectorised
+    # program: pmd.run_batched), the same files as one job per seed
     rule mixture_run_batched:
         input:
             config=ancient(RESOLVED_CONFIG),

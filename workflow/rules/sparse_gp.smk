@@ -1,6 +1,6 @@
 # Sparse GPs (section 6, Figure 2(2) and Figure 4; F.1, H.3): per problem (gp1d, msd) its data ->
-# its truth (the exact GP on gp1d) -> one job per method and seed -> the table, the Figure 2(2)
-# panel and Figure 4. msd's data is the stand-in `make-data sparse_gp` writes unless the config names
+# its truth (the exact GP on gp1d) -> one job per method and seed -> the table, the curves and
+# Figure 4; Figure 2's panel (2) from the same runs (rule figure2, logistic.smk). msd's data is the stand-in `make-data sparse_gp` writes unless the config names
 # the real `msd` (prepared by the datasets rules from an offline mirror). Skipped without a
 # sparse_gp section in the config.
 import sys
@@ -13,7 +13,7 @@ else:
     SGP_PROBLEMS = list(SGP["problems"])
     SGP_METHODS = list(SGP["methods"])
     SGP_SEEDS = list(range(SGP["seeds"]))
-    FIGURE2_SGP = f"{RESULTS}/figures/figure2_sparse_gp.png"
+    CURVES_SGP = f"{RESULTS}/figures/curves_sparse_gp.png"
     TABLE_SGP = f"{RESULTS}/figures/table_sparse_gp.md"
     FIGURE4 = f"{RESULTS}/figures/figure4.png"
     # the tuning protocol (workflow/experiments/sparse_gp_tuning.py): a label with a grid in
@@ -22,10 +22,12 @@ else:
     SGP_RUNS = expand(f"{SGP_DIR}/{{problem}}/runs/{{method}}/seed{{seed}}.npz", problem=SGP_PROBLEMS,
                       method=SGP_METHODS + tuned_labels("sparse_gp"), seed=SGP_SEEDS)
     COST_INPUTS["sparse_gp"] = {"runs": SGP_RUNS}
+    FIGURE2_INPUTS.update(sparse_gp_data=expand(f"{SGP_DIR}/{{problem}}/truth.npz", problem=SGP_PROBLEMS),
+                          sparse_gp_runs=SGP_RUNS)
     TUNING_RESULTS["sparse_gp"] = expand(f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json", problem=SGP_PROBLEMS,
                                          method=SGP_GRIDS)
 
-    ALL_TARGETS.extend([FIGURE2_SGP, TABLE_SGP] + ([FIGURE4] if "gp1d" in SGP_PROBLEMS else []))
+    ALL_TARGETS.extend([CURVES_SGP, TABLE_SGP] + ([FIGURE4] if "gp1d" in SGP_PROBLEMS else []))
 
     def _sgp_data(wildcards):
         return f"{RESULTS}/data/{SGP['problems'][wildcards.problem]['dataset']}.npz"
@@ -143,8 +145,8 @@ else:
             truths=expand(f"{SGP_DIR}/{{problem}}/truth.npz", problem=SGP_PROBLEMS),
             runs=SGP_RUNS,
         output:
-            figure=FIGURE2_SGP,
-            summary=f"{RESULTS}/figures/figure2_sparse_gp.json",
+            figure=CURVES_SGP,
+            summary=f"{RESULTS}/figures/curves_sparse_gp.json",
             table=TABLE_SGP,
         log:
             f"{RESULTS}/logs/sparse_gp/figures.log",

@@ -1,7 +1,8 @@
 # Table 1 (section 5) measured on the conjugate model (workflow/experiments/table1.py, black_box.py):
 # one job per method for the error-against-m rate and for the cost of a step, one probe of every
 # registry method on every model -> table1.md, table1.json and table1.png. PMD's rate is Theorem 5's
-# run (rate.smk). Skipped without a table1 section in the config.
+# run (rate.smk). Each measurement is an MLflow run of <prefix>/table1. Skipped without a table1
+# section in the config.
 import sys
 
 if "table1" not in config:
@@ -16,6 +17,7 @@ else:
     rule table1_measure:
         input:
             config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
         output:
             f"{T1_DIR}/{{part}}/{{method}}.json",
         wildcard_constraints:
@@ -34,6 +36,7 @@ else:
     rule table1_black_box:
         input:
             config=ancient(RESOLVED_CONFIG),
+            store=TRACKING_STORE,
         output:
             f"{T1_DIR}/black_box.json",
         log:
