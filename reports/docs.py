@@ -11,7 +11,9 @@ none of the other results (``results/`` is not committed); ``--example`` first r
 example (:func:`run_readme_example`) and records its output; ``--check --sources docs/sources.json``
 re-renders the blocks from the snapshot and fails when a document differs, so a number typed by hand
 into a block, or a block edited without its source, fails ``tests/test_docs_generated.py``; so does
-a measured number typed into README.md or docs/results.md outside a block (:func:`typed_numbers`).
+a measured number typed into README.md or docs/results.md outside a block (:func:`typed_numbers`),
+and a comparison of measured values in words (a rank, a fraction, a multiplier) in docs/results.md's
+prose (:func:`typed_comparisons`).
 """
 
 from __future__ import annotations
@@ -89,6 +91,53 @@ def typed_numbers(text: str) -> list[str]:
     text = BLOCK.sub("", text)
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     return [line for line in text.split("\n") if MEASURED.search(re.sub(r"`[^`]*`", "", line))]
+
+
+# Words that compare measured values: a count of a count ("eleven of twelve", "2 of 13", "one of
+# them"), a fraction ("a tenth above", "three quarters", "a two-hundredth", "half as long"), a
+# multiplier ("twice", "three times faster", "times NUTS's time", "× faster", "tenfold") or a rank
+# ("ranks first", "fifth of eleven", "twelve standard errors"). A bare count, a multiple of a
+# setting or a reference ("one seed per method", "ten times the budget", "Table 1 of the paper") is
+# not matched.
+_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+         r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred|thousand)")
+_NUM = rf"(?:{_WORD}|(?<![.\w])\d+)"
+_ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|last)"
+_FRACTION = (r"(?:half|halves|thirds?|quarters?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?|twelfths?|"
+             r"fifteenths?|twentieths?|thirtieths?|fortieths?|fiftieths?|hundredths?|thousandths?)")
+_MORE = r"(?:as|faster|slower|cheaper|costlier|longer|shorter|larger|smaller|more|less|fewer|higher|lower|better|worse)"
+COMPARATIVE = re.compile("|".join([
+    rf"\b{_WORD} (?:out )?of\b",                                   # eleven of twelve; one of them
+    rf"{_NUM} (?:out )?of (?:the |its |all )?{_NUM}\b",             # 2 of 13
+    rf"\b(?:a|an|{_NUM})[ -](?:{_WORD}-)?{_FRACTION}\b",           # a tenth; three quarters; a two-hundredth
+    r"\bhalf (?:as|an?|its|their|the)\b",                          # half as long; half its time
+    r"\b(?:twice|thrice)\b",
+    rf"\b(?:{_WORD}|several|many)-?fold\b",                        # tenfold
+    rf"\btimes (?:{_MORE}|its|their)\b",                           # three times faster; times its work
+    r"\btimes \w+['’]s\b",                                         # times NUTS's time
+    rf"[×x] {_MORE}\b",                                            # × faster
+    rf"\brank(?:s|ed)? (?:\*\*)?(?:{_ORDINAL}|\d+)\b",            # ranks first; ranked 2
+    rf"\b{_ORDINAL} of {_NUM}\b",                                  # fifth of eleven
+    rf"\b{_NUM}(?: and a half)? standard errors?\b",               # twelve standard errors
+]), re.I)
+
+
+def _prose(text: str) -> str:
+    """A document's prose: its text without generated blocks, code (fenced or inline) and headings,
+    each paragraph on one line (a phrase broken across lines is one phrase)."""
+    text = BLOCK.sub("", text)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    lines = [re.sub(r"`[^`]*`", "", line) for line in text.split("\n") if not line.lstrip().startswith("#")]
+    return "\n".join(re.sub(r"[ \t]*\n[ \t]*(?=\S)", " ", para) for para in "\n".join(lines).split("\n\n"))
+
+
+def typed_comparisons(text: str) -> list[str]:
+    """The phrases of docs/results.md's prose (outside generated blocks, code and headings) that
+    compare measured values in words (:data:`COMPARATIVE`), each with the words around it: a rank,
+    a fraction or a multiplier belongs in a table generated from the result files, where it moves
+    with them, not in the text around it."""
+    prose = _prose(text)
+    return [prose[max(0, m.start() - 40):m.end() + 40].replace("\n", " ") for m in COMPARATIVE.finditer(prose)]
 
 
 def documents_text() -> str:

@@ -1,7 +1,8 @@
 """The documents' measured blocks (README.md, docs/results.md) are generated (reports/docs.py):
 re-rendered from the committed snapshot of their result files (docs/sources.json) they must equal
 what the documents hold, so a number typed into a block, or a block left behind by a changed
-result, fails here; so does a measured number typed into either document's prose."""
+result, fails here; so does a measured number typed into either document's prose, or a measured
+value compared in words (a rank, a fraction, a multiplier) in docs/results.md's prose."""
 
 import json
 import re
@@ -62,6 +63,40 @@ def test_a_number_typed_into_the_prose_is_caught_and_settings_are_not():
     for typed in ["PMD reaches 98.72 accuracy.", "an error 12% lower", "ours is 3.2× faster", "ours is 12x faster"]:
         assert docs.typed_numbers(head + block + clean + typed + "\n" + tail) == [typed]
         assert docs.typed_numbers(head + block + clean + tail + typed + "\n") == [typed]  # the whole document
+
+
+def test_no_measured_value_is_compared_in_words_in_the_results_prose():
+    assert docs.typed_comparisons(docs.RESULTS.read_text()) == []
+
+
+def test_a_comparison_in_words_is_caught_and_settings_are_not():
+    head = "# x\n\n## Eleven of twelve posteriors\n\nIntro.\n\n"
+    block = ("<!-- generated: t from results/t.md -->\nPMD ranks **2 of 17**, eleven of twelve, a tenth above.\n"
+             "<!-- /generated: t -->\n")
+    clean = ("One seed per method, ten times the standard budget, 1000 draws, 4 chains × 1000 draws, Table 1 of\n"
+             "the paper and section 6 of it, Figure 2(3) is the third panel, batches of 100, `half as long`.\n"
+             "```\ntwice as fast\n```\n")
+    tail = "\n## Next\n\nAnother section.\n"
+    assert docs.typed_comparisons(head + block + clean + tail) == []
+    for typed, phrase in [("SVI reaches eleven of twelve posteriors.", "eleven of"),
+                          ("BlackJAX's tempered SMC reaches 12 of 12.", "12 of 12"),
+                          ("at a median work about a tenth above PMD's.", "a tenth"),
+                          ("for a two-hundredth of PMD's work", "a two-hundredth"),
+                          ("three quarters of it is compilation", "three quarters"),
+                          ("half as long again", "half as"),
+                          ("it takes twice NUTS's time", "twice"),
+                          ("about three times faster than NUTS", "times faster"),
+                          ("at up to a hundred times PMD's work", "times PMD's"),
+                          ("it is 3 × faster", "× faster"),
+                          ("PMD ranks first on posteriordb", "ranks first"),
+                          ("it ranks **2** after tuning", "ranks **2"),
+                          ("PMD is fifth of eleven", "fifth of eleven"),
+                          ("ahead by twelve standard errors", "twelve standard errors"),
+                          ("a lead of five and a half standard errors", "five and a half standard errors"),
+                          ("SVI solves ten of\ntwelve, a line apart", "ten of")]:
+        for text in (head + block + clean + typed + "\n" + tail, head + block + clean + tail + typed + "\n"):
+            hits = docs.typed_comparisons(text)
+            assert len(hits) == 1 and phrase in hits[0], (typed, hits)
 
 
 def test_a_text_output_renders_as_a_code_block():
