@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The checks that need an accelerator (issues 32 and 35), for whoever is lent a GPU: each benchmark runs
+# The checks that need an accelerator, for whoever is lent a GPU: each benchmark runs
 # under its own time limit (LIMITS below) with its report in results/benchmarks/accelerator/, and
 # results/benchmarks/accelerator.md, the docs block `accelerator` (README, "On a GPU"), collects
 # their tables. A benchmark past its limit or failing is named in that file instead of its table.
-# All eight take up to 25 min, more than one 10-minute device command and more than one session's
-# 15 minutes of device time: run them as five commands, over sessions,
+# All eight take up to 25 min, more than one 10-minute device command and more than one device lease's
+# 15 minutes of device time: run them as five commands, over several leases,
 #   benchmarks/accelerator.sh batched_logistic                        (up to 4.7 min)
 #   benchmarks/accelerator.sh batched_seeds sparse_gp_cost pmd_step   (up to 5.5 min)
 #   benchmarks/accelerator.sh growing_n                               (up to 7.3 min; 6.0 on an H100, 2026-11-27)

@@ -1,5 +1,5 @@
 """The logistic experiment's repetitions batched on one device against one after another, and the
-paper-scale run extrapolated from them (issue 16).
+paper-scale run extrapolated from them.
 
 Settings: a config's ``logistic`` section (default ``workflow/config/paper.yaml``: H.2's batch 100,
 5 passes, the methods' entries as written there), ``--seeds`` repetitions of each ``--methods``
@@ -24,7 +24,7 @@ and SMC; so ``pmd`` is not among the default ``--methods``. Per-seed runs of ``p
 
 Run here (CPU): ``python benchmarks/bench_batched_logistic.py``. On an accelerator the same command
 writes ``batched_logistic_gpu.json``; ``--compare`` then puts a CPU file and a GPU file side by side
-(the issue's question: the 10 paper-scale repetitions batched on the accelerator against this CPU
+(the question: the 10 paper-scale repetitions batched on the accelerator against this CPU
 one after another). Writes ``results/benchmarks/batched_logistic_<platform>.json`` and its ``.md``.
 """
 

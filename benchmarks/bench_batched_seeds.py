@@ -1,5 +1,5 @@
 """An experiment's repetitions batched into one vectorised program against the same repetitions run
-one after another, in one run (issue 16).
+one after another, in one run.
 
 Model and settings: the mixture experiment of the standard config (Welling-Teh, ``N = 1000``, batch 10,
 2 passes = 200 steps, ``m = 300``), ``--seeds`` repetitions of each method. Sequential: ``pmd.run``

@@ -1,5 +1,5 @@
 """The moves' block size: one full read of the log target at each block size, against the block the
-default picks (:meth:`pmd.rejuvenation.MALAMoves.block_rows`), in the same run (issue 35).
+default picks (:meth:`pmd.rejuvenation.MALAMoves.block_rows`), in the same run.
 
 Problem: synthetic well-specified logistic regression (``bench_batched_logistic.py``'s ``synthetic``,
 ``d = --features + 1``), ``N = --rows``; particles drawn from the prior, scaled by 0.01. For each

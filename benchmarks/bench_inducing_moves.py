@@ -1,10 +1,10 @@
 """What one Metropolis-Hastings proposal of structured PMD's inducing-input moves costs
-(:mod:`pmd.structured.sparse_gp_moves`, issue 35): its evidence ``p(y|Z')`` from the carried
+(:mod:`pmd.structured.sparse_gp_moves`): its evidence ``p(y|Z')`` from the carried
 statistics with only the block's rows and columns recomputed
 (:meth:`pmd.models.sparse_gp.DataKernel.replace`, the block's columns of the kept kernel, then
 :func:`~pmd.models.sparse_gp.evidence_from_statistics`: what the chain does), against the
 reference timed in the same rounds: the same ``Z'``'s evidence computed afresh
-(:func:`~pmd.models.sparse_gp.collapsed_evidence`, what the chain did before; a round still pays
+(:func:`~pmd.models.sparse_gp.collapsed_evidence`; a round still pays
 the product ``K_mn K_nm`` once per ancestor at its chains' start).
 
 Settings: H.3.2's shape by default (``d = 90``, ``M = 1,024``, blocks of 4, slices of 8,192 rows,

@@ -1,4 +1,4 @@
-"""Peak memory and time of preparing mnist8m-synth-6v8 (issue 4: 1.6M deformed digits under 4 GB).
+"""Peak memory and time of preparing mnist8m-synth-6v8 (the target: 1.6M deformed digits under 4 GB).
 
     PYTHONPATH=. python benchmarks/bench_mnist8m_synth_memory.py                 # 50,000 rows
     PYTHONPATH=. python benchmarks/bench_mnist8m_synth_memory.py --rows 200000

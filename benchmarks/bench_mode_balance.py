@@ -1,5 +1,5 @@
 """A mode's mass in one PMD run, over 40 seeds: the default's moves without and with the independence
-sweeps that cross between modes (issue 35, :func:`pmd.rejuvenation.independence_sweeps`).
+sweeps that cross between modes (:func:`pmd.rejuvenation.independence_sweeps`).
 
 Settings: the mixture experiment's (``N = 1000`` rows simulated with seed 0, batch 10, 2 passes,
 ``m = 1000``, float32), ``PMD(model, N, m, data=x)`` with the moves ``before`` (the

@@ -1,4 +1,4 @@
-"""The measured wall time of the whole workflow on one config, from a fresh clone (issue 34).
+"""The measured wall time of the whole workflow on one config, from a fresh clone.
 
 ``python benchmarks/config_time.py default`` clones the repository's HEAD into a temporary folder
 and runs ``python -m snakemake --cores 2`` there with this interpreter (``standard`` adds

@@ -1,8 +1,8 @@
-"""The table of issue 35's structured-LDA comparison (``workflow/config/lda_weights.yaml``): every
+"""The table of the structured-LDA comparison (``workflow/config/lda_weights.yaml``): every
 run's final held-out log-perplexity under the one estimator (``log_perplexity_common``,
 :func:`pmd.models.lda.common_log_perplexity`) per method and corpus, mean ± sd over seeds, and each
 method's gap to the best baseline (the lowest mean of scikit-learn, gensim and our online VB at
-both its step sizes), in percent of that baseline's log-perplexity (the issue's target: PMD within
+both its step sizes), in percent of that baseline's log-perplexity (the target: PMD within
 1 %); the same for each method's best seed against the best seed of any baseline (the local optima
 of LDA spread single runs by up to 0.2 nats on the synthetic corpus); and at each ``m`` and step size the paired difference predictive − dirichlet_ratio over the
 seeds both ran (same seed, same batches and keys). PMD's rows also give ``m``, the weight option and the final ESS; a corpus with known topics

@@ -1,4 +1,4 @@
-"""Where the default PMD's time goes (issue 35): compilation, streaming steps, moves.
+"""Where the default PMD's time goes: compilation, streaming steps, moves.
 
 Problem: synthetic well-specified logistic regression (``benchmarks/bench_batched_logistic.py``'s
 ``synthetic``: ``x ~ N(0, I)``, bias column appended, ``d = --features + 1``), ``N = --rows``;
@@ -14,7 +14,7 @@ Parts, each timed with ``jax.block_until_ready`` in this one process:
 * the programs' size: the XLA kernels (fusions) of the run's scan with and without moves and, with
   ``--parts``, compiled only, without the moves' independence sweeps and with one global (Silverman)
   kernel in place of the per-mode one. On a CPU compilation grows with the kernels, about 5.5 ms of
-  wall time each on the 2-core development machine (docs/findings.md, session 41), whatever ``N`` is.
+  wall time each on the 2-core development machine (docs/findings.md, 2026-11-29), whatever ``N`` is.
 
 Run: ``python benchmarks/profile_pmd_default.py [--rows 200000] [--features 10] [--particles 1000]
 [--parts] [--out results/benchmarks/pmd_profile]``; prints the table; with ``--out``, writes

@@ -1,4 +1,4 @@
-"""Structured PMD's moving inducing inputs (issue 35) against F.1's fixed ones, PMD with ``γ_t = 1/t``
+"""Structured PMD's moving inducing inputs against F.1's fixed ones, PMD with ``γ_t = 1/t``
 and SVI-GP, through the sparse-GP experiment's own code, with each run's ceiling: Titsias' optimum
 at its best inducing inputs.
 

@@ -1,4 +1,4 @@
-"""Where the robust PMD loses the posterior during its first pass on logistic regression (issue 11).
+"""Where the robust PMD loses the posterior during its first pass on logistic regression.
 
 The robust PMD's first pass multiplies the iterate by each batch's likelihood, so after ``n`` rows
 its iterate should be the *partial posterior* of those rows. This script runs ``PMD`` over the

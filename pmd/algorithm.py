@@ -32,8 +32,9 @@ Two variants share that update (``variant``):
   pass's rows are streamed, later ones a prox step of ``γ = (r/B) γ_{V/B}`` for their ``r`` rows
   (``r/V`` for ``γ_t = 1/t``), so after every whole pass the iterate is the posterior and the
   pass-end moves run there, for any ``N`` and ``B``. Measured on the conjugate model (N = 210,
-  B = 20, issue 35): before, the mean was 0.35, 0.19 and 0.07 posterior sd off Theorem 5's iterate
-  after 1, 2 and 5 passes; now within the Monte Carlo error (0.01-0.02 sd).
+  B = 20): the mean is within the Monte Carlo error (0.01-0.02 sd) of Theorem 5's iterate after 1, 2
+  and 5 passes, where spreading a straddling batch's first-pass rows' weight over the whole batch
+  left it 0.35, 0.19 and 0.07 posterior sd off.
 * **Sub-stepped ESS cap.** Theorem 6 caps ``γ_t`` by ``Δ/M``; its practical form keeps the
   conditional ESS of every reweighting above ``ess_floor``. Instead of shrinking the step (which
   re-weights batches unevenly and leaves a tempered iterate), a step that would break the floor
@@ -71,7 +72,8 @@ Two variants share that update (``variant``):
   without the data; the ``pmd_stream`` rows of the workflow), ``rejuvenate={...}`` another
   schedule. What the moves buy, measured (README, docs/findings.md, 2026-11-25): at paper scale
   (1.6M rows, d = 51) the mean error falls from tens of reference sd to below 0.1; on the
-  posteriordb suite from 4 of 7 i.i.d. posteriors within issue 11's goal to 7 of 7 (12 of 12
+  posteriordb suite from 4 of 7 i.i.d. posteriors within the suite's goal (0.5 reference sd
+  of the mean, 0.3 of the log sd) to 7 of 7 (12 of 12
   solved); the conjugate model's variance shortfall goes; on the mixture at the paper's settings
   both are at the exact-draw floor (level within the seeds' spread).
 
@@ -244,7 +246,7 @@ class PMD:
                 raise ConfigError(f"rejuvenate: data has {sorted(rows)} rows, data_size is {self.data_size}")
             self.data = jax.tree_util.tree_map(jnp.asarray, data)
         self._step = jax.jit(self._robust_step if variant == "robust" else self._paper_step)
-        self._init = jax.jit(self._initial_state)  # op by op, the kernel's fit took seconds to dispatch (issue 35)
+        self._init = jax.jit(self._initial_state)  # op by op, the kernel's fit takes seconds to dispatch
 
     # -- the interface -------------------------------------------------------------------------
     def init(self, key: Array) -> PMDState:
@@ -464,7 +466,7 @@ class PMD:
                     uniform = jnp.zeros((m,), dtype) - jnp.log(jnp.asarray(m, dtype))
                     base_new = self.model.log_prior_many(pos) - logp
                     # the kernel stays the last redraw's (the next redraw fits its own, so a fit here
-                    # would only be reported: one more k-means in the compiled program, issue 35)
+                    # would only be reported: one more k-means in the compiled program)
                     return pos, uniform, base_new, kernel, rate, self.moves.adapt(mala_step, rate)
 
                 positions, log_w, base, kernel, acceptance, mala_step = jax.lax.cond(

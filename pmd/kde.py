@@ -79,7 +79,7 @@ def kernel_log_density(points: Array, kernel: Kernel, log_weights: Array) -> Arr
         return logsumexp(gaussian_kernel_log_matrix(points, kernel.centres, chol) + mine[None, :], axis=1)
 
     # a loop, not vmap (a (K, n, m) block hung XLA's CPU runtime), and not unrolled (K copies in the
-    # compiled program: issue 35)
+    # compiled program)
     per_cluster = jax.lax.map(lambda args: cluster(*args), (jnp.arange(kernel.chols.shape[0]), kernel.chols))
     return logsumexp(per_cluster, axis=0)
 

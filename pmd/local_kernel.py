@@ -74,7 +74,7 @@ def weighted_kmeans(key: Array, points: Array, log_weights: Array, k: int, iters
     for j in range(1, k):  # unchosen rows still hold the first centre: distances to the chosen ones
         nearest = jnp.min(pairwise_sq_distances(fit, centres), axis=1)
         centres = centres.at[j].set(fit[jax.random.categorical(keys[j - 1], jnp.log(jnp.maximum(nearest, 1e-30)))])
-    def lloyd(_, centres):  # a loop, not unrolled: one copy in the compiled program (issue 35)
+    def lloyd(_, centres):  # a loop, not unrolled: one copy in the compiled program
         one_hot = jax.nn.one_hot(jnp.argmin(pairwise_sq_distances(fit, centres), axis=1), k, dtype=points.dtype)
         count = jnp.sum(one_hot, axis=0)
         means = (one_hot.T @ fit) / jnp.maximum(count, 1.0)[:, None]

@@ -24,7 +24,7 @@ reweight-and-redraw cycle loses spread and the losses compound over thousands of
 schedule costs at most ``2 N`` row reads per move and catches the cloud before it is lost.
 ``first_pass_steps`` (default: ``steps``) sets the MALA moves of those first-pass rounds alone, the
 number fixed before the round, so each round is still a composition of π-invariant kernels; measured
-(issue 35, docs/findings.md 2026-11-26): 2 instead of 5 cut the rows the default read at
+(docs/findings.md 2026-11-26): 2 instead of 5 cut the rows the default read at
 N = 2·10⁵, d = 11 by 15% and left the pass-1 error at 0.043 against 0.029 reference sd (one seed), so it is an
 option, not the default.
 
@@ -41,13 +41,13 @@ paper-scale first pass with ``"cloud"``, 0.5 with ``"hessian"``). ``ε`` starts 
 preconditioner, acceptance 0.574) and is fixed for the ``steps`` moves of a round, so that each move
 is a π-invariant kernel given ``ε``; between rounds it is scaled by ``exp(acceptance - 0.574)`` (the
 round's mean acceptance, PMD's state carries it to the next round). Adapting it within a round from
-the population's acceptance made each move's ``ε`` depend on the states being moved, and the moves
-were not invariant (issue 35; ``tests/test_pmd_rejuvenation.py``: five moves of exact draws of a
+the population's acceptance would make each move's ``ε`` depend on the states being moved, and the moves
+are then not invariant (``tests/test_pmd_rejuvenation.py``: five moves of exact draws of a
 2-d conjugate posterior inflated the variance by 3.8 ± 0.5% at m = 2 and 2.4 ± 0.2% at m = 8, against
 -0.5 ± 0.5% and +0.2 ± 0.2% with ``ε`` frozen). Each move reads the target's rows (``log π`` and its
 gradient at the proposals), the Hessian one more read; the runner counts them as data visited.
 
-Crossing between modes (``independence``, issue 35): MALA's moves stay within a mode, so without
+Crossing between modes (``independence``): MALA's moves stay within a mode, so without
 more a mode's mass is the one the first pass's importance weights gave it, and it varies from run to
 run (``m = 1000``, 40 seeds, ``benchmarks/bench_mode_balance.py``: sd 0.032 on the Welling-Teh mixture
 and 0.050 on a symmetric one, against 0.016 for 1000 independent draws; with 2 sweeps, 0.018 and
@@ -232,7 +232,7 @@ class MALAMoves:
 
         def move(j, carry, eps):
             """Move ``j`` (1, ..., ``moves``); ``j = 0`` evaluates the start, so that the target's read
-            appears once in the compiled program (issue 35: compilation dominated small problems)."""
+            appears once in the compiled program (compilation dominates small problems)."""
             x, logp, grad, accepted = carry
             k_z, k_u = jax.random.split(keys[jnp.maximum(j - 1, 0)])
             z = jax.random.normal(k_z, x.shape, x.dtype)
@@ -274,7 +274,7 @@ def independence_sweeps(key: Array, x: Array, logp: Array, target: "LogTarget", 
     KDE of the moved ``A``.
 
     Why: MALA's moves stay within a mode, so after them a mode's mass is still the one the first
-    pass's importance weights gave it (issue 35). ``q̃`` covers every mode the population holds, and
+    pass's importance weights gave it. ``q̃`` covers every mode the population holds, and
     the ratio ``π/q̃`` weighs each mode by its evidence under the exact target: where the cloud holds a
     mode's share ``a ≥ p`` against the target's ``p`` and matches the target's shape within each mode,
     a particle's mode is a two-state chain with ``P(to the other) = 1 - a`` and ``P(back) =

@@ -189,6 +189,7 @@ def run(
     evaluate: Callable[[Posterior, Array], Mapping[str, float]] | None = None,
     logger: Logger | None = None,
     start: tuple[float, float] = (0.0, 0.0),
+    max_work: float | None = None,
 ) -> RunResult:
     """Run ``method`` for ``num_passes`` passes over ``data`` in mini-batches of ``batch_size``.
 
@@ -210,6 +211,11 @@ def run(
             (``step_seconds``, the curve ``wall_time``) and its compilation (``compile_seconds``,
             ``compile_time``) start there, so a run's seconds run from the method's construction,
             as its work runs from its ``start_work``.
+        max_work: a cap on the run's work (:data:`WORK` summed, the start's included): the run
+            stops before the first step that would take it past the cap, and its last posterior
+            is the run's (evaluated, the curves' last point). The steps past the cap are computed
+            once to learn their work, then dropped from the state, the clocks and the counts: the
+            run is what it would have been had it stopped there. ``None``: the passes decide.
 
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A step reports its
@@ -226,7 +232,7 @@ def run(
     check_data(data)
     _check_method_data(method, data)
     (result,) = _drive(method, data, [key], batched=False, batch_size=batch_size, num_passes=num_passes,
-                       eval_every=eval_every, evaluate=evaluate, loggers=[logger], start=start)
+                       eval_every=eval_every, evaluate=evaluate, loggers=[logger], start=start, max_work=max_work)
     return result
 
 
@@ -241,8 +247,9 @@ def run_batched(
     evaluate: Callable[[Posterior, Array], Mapping[str, float]] | None = None,
     loggers: list[Logger | None] | None = None,
     start: tuple[float, float] = (0.0, 0.0),
+    max_work: float | None = None,
 ) -> list[RunResult]:
-    """Repetitions of :func:`run`, one per key, as one vectorised program (issue 16): each
+    """Repetitions of :func:`run`, one per key, as one vectorised program: each
     repetition's batches and step keys are derived from its key exactly as :func:`run` derives
     them, the states are stacked along a leading axis, and one jitted ``vmap`` of the ``lax.scan``
     advances all of them between evaluations (one compilation, one device). Evaluation and logging
@@ -251,7 +258,8 @@ def run_batched(
 
     The method must be pure JAX (its ``step`` traceable under ``vmap``); the peers that call other
     libraries are not. A method whose ``batchable`` is false is refused. ``start`` is :func:`run`'s,
-    charged whole to each repetition (each would have paid it alone). ``step_seconds`` of each result is the batch's stepping time divided by the
+    charged whole to each repetition (each would have paid it alone). A work cap (``max_work``) is
+    :func:`run`'s alone: repetitions that stop at different steps are not one program. ``step_seconds`` of each result is the batch's stepping time divided by the
     number of repetitions (its share of the one program).
     """
     keys = list(keys)  # a list of keys, or an array of them (jax.random.split(key, k))
@@ -266,6 +274,7 @@ def run_batched(
     if len(loggers) != len(keys):
         raise ConfigError(f"run_batched got {len(keys)} keys but {len(loggers)} loggers")
     return _drive(method, data, keys, batched=True, batch_size=batch_size, num_passes=num_passes, start=start,
+                  max_work=max_work,
                   eval_every=eval_every, evaluate=evaluate, loggers=loggers)
 
 
@@ -348,10 +357,10 @@ _PROGRAMS: dict[int, tuple[weakref.ref, dict]] = {}
 def compiled_programs(method: InferenceMethod, batched: bool) -> dict:
     """The programs compiled for ``method``'s steps, by argument signature (:func:`_signature`), kept as
     long as the object lives, as its jitted ``init`` is: a second run of the same object (another key;
-    other data of the same shapes, for a method not built on its data) compiles nothing. This is issue
-    35's "compile once per model and shape" within a process (across processes, JAX's persistent cache).
-    Measured on kidiq, three runs of one default PMD in a process: 10.2, 7.6 and 8.2 s of compilation
-    each before; 9.9, 0 and 0 s after (wall time 10.2, 0.29 and 0.31 s). A method is read when its
+    other data of the same shapes, for a method not built on its data) compiles nothing: one
+    compilation per model and shape within a process (across processes, JAX's persistent cache).
+    Measured on kidiq, three runs of one default PMD in a process: 9.9, 0 and 0 s of compilation
+    (wall time 10.2, 0.29 and 0.31 s), where a fresh program per run compiled 10.2, 7.6 and 8.2 s. A method is read when its
     program is traced, so it is not to be changed after its first run (the project changes none), and
     JAX's settings (e.g. ``jax_default_matmul_precision``) are those of that first run. An object
     without weak references gets a fresh cache each run."""
@@ -375,12 +384,16 @@ def _signature(args) -> tuple:
 
 
 def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, num_passes: float,
-           eval_every: int | None, evaluate, loggers, start: tuple[float, float] = (0.0, 0.0)) -> list[RunResult]:
+           eval_every: int | None, evaluate, loggers, start: tuple[float, float] = (0.0, 0.0),
+           max_work: float | None = None) -> list[RunResult]:
     """The loop shared by :func:`run` (one key, no ``vmap``) and :func:`run_batched` (stacked plans).
     The clocks start at ``start`` (the method's construction, :func:`run`), then run from before
     the plans (their first random draws compile in a new process) and the data's copy to the
     device. A batch of ``n`` repetitions shares one construction: each is charged all of it and its
     share of the rest."""
+    if max_work is not None and (batched or not max_work > 0):
+        raise ConfigError(f"max_work must be a positive number of work units for one repetition, got {max_work!r}"
+                          + (" in a batched run: cap repetitions one at a time (pmd.run)" if batched else ""))
     t0 = time.perf_counter()
     with compilation_seconds() as compiling:  # an init may read the data eagerly: it is called, never jitted here
         plans = [_plan(method, data, key, batch_size, num_passes) for key in keys]
@@ -451,11 +464,14 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
         for i in range(n):
             record(i, {})
     progress = tqdm(total=num_steps, desc=type(method).__name__, unit=" steps", mininterval=1.0)
-    while done < num_steps:
-        k = min(per_eval - done % per_eval, num_full - done) if done < num_full else 1
+
+    def advance_window(state, a: int, b: int):
+        """Steps ``a`` to ``b`` from ``state``: the new state, the active steps' infos and their rows
+        (the window's program, compiled on its first use), timed into the run's clocks."""
+        nonlocal step_seconds, compile_seconds
         t0 = time.perf_counter()
         with compilation_seconds() as compiling:
-            keys, idx, active, rows_valid, rows = window(done, done + k)
+            keys, idx, active, rows_valid, rows = window(a, b)
             args = (state, keys, idx, device_data, active, rows_valid)
             signature = _signature(args)
             if signature not in programs:
@@ -464,7 +480,35 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
             jax.block_until_ready(state)
         compile_seconds += compiling()
         step_seconds += time.perf_counter() - t0
-        info = jax.tree_util.tree_map(lambda a: np.asarray(a)[(*at, slice(0, k))], info)  # the active steps
+        return state, jax.tree_util.tree_map(lambda x: np.asarray(x)[(*at, slice(0, b - a))], info), rows
+
+    def step_work(mine: dict, a: int, b: int) -> np.ndarray:
+        """Each of steps ``a`` to ``b``'s work (:data:`WORK` summed; the runner's charge for a method
+        that reports none)."""
+        if "evals" in mine:
+            return sum(np.asarray(mine[name], np.float64) for name in WORK if name in mine)
+        rows = np.asarray(mine["visited"], np.float64) if "visited" in mine else np.asarray(
+            valid[a:b] if a < num_full else [tail_rows], np.float64)
+        return float(getattr(method, "num_particles", 1)) * rows
+
+    capped = False
+    while done < num_steps and not capped:
+        k = min(per_eval - done % per_eval, num_full - done) if done < num_full else 1
+        before = (state, step_seconds, compile_seconds)
+        state, info, rows = advance_window(state, done, done + k)
+        if max_work is not None:  # the cap: the steps that fit in it, from the state before the window
+            spent = sum(work[0].values()) + np.cumsum(step_work(info, done, done + k))
+            keep = int(np.sum(spent <= max_work))
+            if keep < k:
+                capped = True
+                state, step_seconds, compile_seconds = before  # the steps past the cap were never the run's
+                if keep == 0:  # not one more step fits: the last posterior is the state before the window
+                    for i in range(n):
+                        if not marks[i] or marks[i][-1] != visited[i]:
+                            record(i, {})
+                    break
+                state, info, rows = advance_window(state, done, done + keep)
+                k = keep
         done += k
         progress.update(k)
         for i in range(n):
@@ -477,7 +521,7 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
                 work[i]["evals"] += float(getattr(method, "num_particles", 1)) * read
             for name in WORK:
                 work[i][name] += float(np.sum(mine[name], dtype=np.float64)) if name in mine else 0.0
-            if (eval_every is not None and done % per_eval == 0) or done == num_steps:
+            if (eval_every is not None and done % per_eval == 0) or done == num_steps or capped:
                 record(i, {name: float(np.asarray(v)[-1]) for name, v in mine.items()
                            if np.ndim(v) == 1 and name not in WORK})
     progress.close()
@@ -488,7 +532,7 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
         final = piece(state, i)
         results.append(RunResult(state=final, posterior=method.posterior(final), visited=np.asarray(marks[i]),
                                  curves={name: np.asarray(v) for name, v in curves[i].items()},
-                                 step_seconds=step_seconds / n, eval_seconds=eval_seconds[i], num_steps=num_steps,
+                                 step_seconds=step_seconds / n, eval_seconds=eval_seconds[i], num_steps=done,
                                  info=trace, compile_seconds=compile_seconds / n, init_seconds=init_seconds / n,
                                  start_seconds=start[0]))
     return results

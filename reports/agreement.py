@@ -1,6 +1,6 @@
 """The custom experiment beside the posteriordb experiment on the same posteriors: do models written
 in PyMC (``examples/posteriordb_pymc/``, through :func:`pmd.from_pymc`) score as the hand-written JAX
-models do? (issue 33's proof on models nobody here wrote; ``workflow/config/custom_posteriordb.yaml``).
+models do? (the proof on models nobody here wrote; ``workflow/config/custom_posteriordb.yaml``).
 
 Reads the two reports' JSON summaries (:func:`reports.posteriordb.collect`), keeps the posteriors
 and methods both hold and writes, per accuracy number (``max |mean error|``, ``max |log sd

@@ -118,11 +118,11 @@ def table(summary: dict, exact_mass: float, floor_samples: int, floor_sd: dict |
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
-MASS_TOLERANCE, FLOOR_FACTOR = 0.1, 2.0  # issue 11's goal for PMD at the paper's settings
+MASS_TOLERANCE, FLOOR_FACTOR = 0.1, 2.0  # the project's goal for PMD at the paper's settings
 
 
 def verdict(summary: dict, exact_mass: float, label: str = PMD_LABEL) -> str:
-    """The paper's claim for the mixture beside what ``label`` reached, in the terms of issue 11's goal:
+    """The paper's claim for the mixture beside what ``label`` reached, in the terms of the project's goal:
     every run's mass on ``θ1 > 0`` within ``MASS_TOLERANCE`` of the exact mass (both modes kept, in
     proportion), total variation within ``FLOOR_FACTOR`` × the exact-draw floor, and its rank among all
     methods on each estimator (the LOO KDE is the one that separates methods)."""
@@ -146,11 +146,12 @@ def verdict(summary: dict, exact_mass: float, label: str = PMD_LABEL) -> str:
 
 
 def particle_claims(summary: dict, exact_mass: float) -> list[str]:
-    """Issue 15's claims beside the runs that test them, for the labels present: paper 001's (Fong et
-    al. 2019) that NPL's random restarts sample a multimodal posterior (every run's mass on ``θ1 > 0``
-    within ``MASS_TOLERANCE`` of the exact), and paper 002's (Yang et al.) that a growing batch
-    (``opvi``) beats a constant one (``svgd``) at equal data (LOO-KDE total variation, ahead only
-    where the difference of the means exceeds twice its standard error)."""
+    """The claims of the competitors' own papers beside the runs that test them, for the labels
+    present: paper 001's (Fong et al. 2019) that NPL's random restarts sample a multimodal
+    posterior (every run's mass on ``θ1 > 0`` within ``MASS_TOLERANCE`` of the exact), and paper
+    002's (Yang et al.) that a growing batch (``opvi``) beats a constant one (``svgd``) at equal data
+    (LOO-KDE total variation, ahead only where the difference of the means exceeds twice its
+    standard error)."""
     methods, out = summary["methods"], []
     for label in (k for k in ("npl", "npl_full") if k in methods):
         miss = np.abs(np.asarray(methods[label]["mass_theta1_positive"]) - exact_mass)

@@ -1,4 +1,4 @@
-"""docs/methods.md, generated: every method a config's ``methods:`` entry can name (issue 34).
+"""docs/methods.md, generated: every method a config's ``methods:`` entry can name.
 
 Everything on the page comes from the code, so it cannot drift from it: the names and classes of
 the registries (:data:`workflow.methods.METHODS`, the JAX methods, and

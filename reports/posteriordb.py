@@ -11,7 +11,7 @@ listed under the table. Its last row counts the posteriors each method solves: b
 most :data:`SOLVED` (a quarter of a reference sd for the mean, about 28% for the sd; the floors
 of 1000 NUTS draws lie near 0.06), and a second row the i.i.d. posteriors each method gets within
 :data:`GOAL` (0.5 reference sd of the mean, 0.3 of the log sd: the accuracy asked of PMD's
-defaults in this project's issue 11), and a third the same count over the i.i.d. posteriors whose
+defaults), and a third the same count over the i.i.d. posteriors whose
 reference draws are close to Gaussian on the unconstrained scale (:func:`pmd.normality.normality`,
 recorded in the floor file; each posterior's label says "Gaussian" or "non-Gaussian", nothing for a
 floor file written before the verdict): only there can a Gaussian approximation (SVI) be exact.

@@ -15,7 +15,7 @@ From the truth files (``results/sparse_gp/<problem>/truth.npz``) and the run fil
   ranked by that final score, ``pmd − other`` with its standard error over seeds for the
   methods the paper says PMD beats (SVI-GP and one-pass SMC, "significantly"; SoD), and each
   other untuned PMD variant (``pmd_harmonic``, ``pmd_move``, ...) against SVI-GP, the rival the
-  PMD issue's H.3.2 target names ("ahead of SVI-GP by more than two standard errors").
+  project's H.3.2 target for PMD names ("ahead of SVI-GP by more than two standard errors").
 * its curves (``curves_sparse_gp.png``): test RMSE against data points visited on ``msd``, and on
   ``gp1d`` the distance to the exact GP (mean RMSE, variance ratio), mean ± one standard deviation
   over seeds; Figure 2(2) draws the first of them (:mod:`reports.figure2`).

@@ -52,7 +52,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
                         # the LDA weight comparison (workflow/config/lda_weights.yaml): m, F.2's weights, the peers' rate
                         "pmd_m8", "pmd_dr", "pmd_m4_dr", "pmd_m8_dr", "pmd_hoffman", "pmd_m8_hoffman",
                         "pmd_m8_dr_hoffman",
-                        # the sparse-GP PMD whose inducing inputs move at pass ends (issue 35)
+                        # the sparse-GP PMD whose inducing inputs move at pass ends
                         "pmd_move",
                         # the default's moves without the independence sweeps (workflow/config/pmd_balanced.yaml)
                         "pmd_no_sweeps",

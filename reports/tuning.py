@@ -1,4 +1,4 @@
-"""What the tuning protocol chose (issue 31, :mod:`workflow.tuning`): one Markdown table per
+"""What the tuning protocol chose (:mod:`workflow.tuning`): one Markdown table per
 experiment of every ``pmd-bench tune`` result, beside the experiment's tables whose ``<label>_tuned``
 rows ran with the choice.
 

@@ -80,8 +80,9 @@ def robbins_monro_sd(a: float, tau: float, steps: int, curvature: float, noise_v
 
 @dataclass(frozen=True)
 class LinearRegression:
-    """Issue 31's problem: ``y_n ~ N(x_nᵀ β, σ²)`` with known ``σ`` and ``β ~ N(0, s0² I)``, whose
-    posterior is ``N(Λ⁻¹ Xᵀy/σ², Λ⁻¹)``, ``Λ = I/s0² + XᵀX/σ²`` (Bishop 2006, eq. 3.53-3.54).
+    """The 3-d test regression of the baselines' defaults: ``y_n ~ N(x_nᵀ β, σ²)`` with known
+    ``σ`` and ``β ~ N(0, s0² I)``, whose posterior is ``N(Λ⁻¹ Xᵀy/σ², Λ⁻¹)``,
+    ``Λ = I/s0² + XᵀX/σ²`` (Bishop 2006, eq. 3.53-3.54).
 
     A datum is ``{"x": (d,), "y": ()}``; the columns of ``X`` are correlated (``x_n ~ N(0, C)``,
     ``C_jk = 0.7^|j-k|``), so the posterior is too."""

@@ -1,13 +1,13 @@
-"""Issue 31: the competitors at their defaults, run as a user runs them (``pmd.run``), on a 3-d
+"""The competitors at their defaults, run as a user runs them (``pmd.run``), on a 3-d
 Bayesian linear regression with known noise whose posterior is known in closed form
 (:class:`baselines_helpers.LinearRegression`: 2,000 rows, posterior sds 0.016-0.019, correlated
 coordinates).
 
-At its old defaults (the prior start, a constant Adam rate of 0.05 in the units of θ; now
-``init="prior"``) full-rank SVI ends 71-80 times too wide after one pass of batches of 100 and
-18-21 times after 20 passes (mean-field: 100-114 and 16-22 times its optimum's sds). The tolerances
-below are the issue's, 0.1 posterior sd in the mean and 0.1 in log sd: over 8 seeds and both run
-lengths the defaults' largest errors are 0.087 sd and 0.050 (full-rank), 0.068 sd and 0.050
+At the prior start (``init="prior"``: a constant Adam rate of 0.05 in the units of θ) full-rank
+SVI ends 71-80 times too wide after one pass of batches of 100 and 18-21 times after 20 passes
+(mean-field: 100-114 and 16-22 times its optimum's sds). The tolerances below are the defaults'
+targets, 0.1 posterior sd in the mean and 0.1 in log sd: over 8 seeds and both run lengths the
+defaults' largest errors are 0.087 sd and 0.050 (full-rank), 0.068 sd and 0.050
 (mean-field), the mini-batch noise that the location's steps and the scale's decay leave (the
 location's steps are large enough to travel an O(1) sd from the Laplace mode: see the posteriordb
 test below and ``baselines/vi/svi.py``).
@@ -60,9 +60,9 @@ def test_meanfield_svi_defaults_reach_the_meanfield_optimum(passes):
 def test_fullrank_svi_defaults_leave_the_laplace_mode_for_the_gaussian_optimum_on_mesquite(posteriordb_settings):
     """posteriordb's mesquite (46 rows, d = 8): the Laplace mode's log noise scale lies 0.85
     reference sd below the reference mean (the joint mode against the marginal's; the full-batch
-    optimum of the Gaussian family is 0.02 sd off). Issue 31 asks full-rank SVI's defaults for 0.5
+    optimum of the Gaussian family is 0.02 sd off). The target for full-rank SVI's defaults is 0.5
     reference sd and 0.3 in log sd at the equal-cost cap, 50 passes of the posteriordb rule's
-    batches of one row (5,000 steps). Measured over 3 seeds: 0.11-0.13 / 0.10-0.11; the old steps
+    batches of one row (5,000 steps). Measured over 3 seeds: 0.11-0.13 / 0.10-0.11; Robbins-Monro steps
     (0.01 · t^-0.55, no average) 0.75-0.80 / 0.12-0.13, which this test rejects."""
     from pmd.models.posteriordb import load_problem, reference_draws
 

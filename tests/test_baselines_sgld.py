@@ -166,7 +166,7 @@ def test_step_is_pure(cls):
 
 
 def test_burn_in_as_long_as_the_run_is_refused():
-    """Issue 31: H.1's burn_in=1000 on a 200-step run used to return the initial prior draws."""
+    """H.1's burn_in=1000 on a 200-step run would keep only the initial prior draws: refused."""
     conj = Conjugate.make(num_data=100)
     with pytest.raises(pmd.ConfigError, match=r"burn_in=1000 .* 200 steps"):
         SGLD(conj.model, data_size=100, num_particles=10, burn_in=1000, num_steps=200)
@@ -217,7 +217,7 @@ def test_a_diverged_run_is_an_error_naming_step_and_step_size(cls):
 
 @pytest.mark.slow
 def test_sgld_defaults_on_the_readme_regression():
-    """Issue 31: README.md's regression (2,000 rows, σ = 0.5, β ~ N(0, I); Λ's eigenvalues 7,600 to
+    """README.md's regression (2,000 rows, σ = 0.5, β ~ N(0, I); Λ's eigenvalues 7,600 to
     8,400) with SGLD at its defaults (300 kept, batches of 20, 2 passes: 200 steps, the last 100
     states kept), at 8 seeds, the README's key 1 among them: no divergence, and means and sds
     within what the Monte Carlo error of 100 autocorrelated states allows.
@@ -232,7 +232,7 @@ def test_sgld_defaults_on_the_readme_regression():
     variance by up to ``1 + ελN/(4n) ≈ 3.9`` (sd 2.0x), and 2 to 3 effective states scatter a run's
     sd by ~40%: the geometric mean of the 24 sd ratios lies in [0.75, 2] (3 of its standard errors
     below 1; measured 1.42), each ratio in [0.5, 3] (measured over 24 seeds: 0.87 to 2.72). A chain
-    frozen at the mode (``c ≤ 0.25``: ratios 0.36 to 0.57) fails, as does the old ``a = 0.01``
+    frozen at the mode (``c ≤ 0.25``: ratios 0.36 to 0.57) fails, as does a constant ``a = 0.01``
     (diverges at step 43).
     """
     reg = LinearRegression.readme()

@@ -1,4 +1,4 @@
-"""The command line's rough edges (issue 34): a version, ``--config`` on either side of the verb,
+"""The command line's rough edges: a version, ``--config`` on either side of the verb,
 errors that name the option at fault, a run before ``init-store``, the store's place."""
 
 from __future__ import annotations

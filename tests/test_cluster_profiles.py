@@ -1,4 +1,4 @@
-"""The cluster profiles (issue 16, docs/cluster.md): a dry run under workflow/profiles/slurm lists
+"""The cluster profiles (docs/cluster.md): a dry run under workflow/profiles/slurm lists
 every job of the paper config with its threads, mem_mb and runtime, without SLURM installed, and
 the resources follow the config's sizes (workflow/resources.py)."""
 

@@ -1,4 +1,4 @@
-"""benchmarks/config_time.py's report (issue 34): one row per config merged into the JSON, the
+"""benchmarks/config_time.py's report: one row per config merged into the JSON, the
 Markdown table rendered from it (the README's generated block), the snakemake arguments per config
 and the CPU model; not the timing itself (a whole workflow run)."""
 

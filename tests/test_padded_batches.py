@@ -1,4 +1,4 @@
-"""A run's short last batch runs in the program of the others (issue 35, cost: one compilation per run).
+"""A run's short last batch runs in the program of the others (one compilation per run).
 
 Where ``B`` does not divide the rows a run reads, its last batch is shorter; a second batch shape is
 a second compilation of the whole step (5.2 s for one step of PMD's default on a conjugate model, on

@@ -211,7 +211,7 @@ def test_robust_default_reaches_closed_form_posterior(dim):
     assert -4 * se < shortfall < ROBUST_SHORTFALL + 4 * se, f"variance off by {-shortfall:+.2f}"
 
 
-# Batches that straddle a pass boundary (issue 35): with N % B != 0 the runner's batches run on
+# Batches that straddle a pass boundary: with N % B != 0 the runner's batches run on
 # into the next pass's permutation, and the robust iterate after V rows visited must still be
 # Theorem 5's, ``p · exp(N/V Σ_{visits} log p(x|θ))`` (from V = N on; the partial posterior
 # ``p · Π_{rows seen} p(x|θ)`` before), so after every whole pass the posterior itself.
@@ -252,8 +252,8 @@ def test_robust_weights_after_any_rows_are_theorem5s(n, batch):
     (``B`` not dividing ``N``; ``B > N`` straddles two): each particle's log-weight is Theorem 5's
     ``N/V Σ_{visits} log p(x|θ_i)`` (the partial posterior's ``Σ_{rows seen}`` before ``V = N``) up to
     a constant, to float32 rounding of sums of ~1000 log-likelihoods (tolerance 1e-4 relative to the
-    log-weights' spread). Before issue 35's fix a straddling batch spread its first-pass rows' weight
-    over the whole batch and the clock lagged the rows visited: errors of order the spread."""
+    log-weights' spread). A straddling batch that spreads its first-pass rows' weight
+    over the whole batch, with a clock that lags the rows visited, errs by the order of the spread."""
     prob = ConjugateGaussian(dim=2, noise_std=5.0)
     _, x = prob.simulate(seed=4, n=n)
     algo = PMD(prob.model(), data_size=n, num_particles=200, strategy="particles")
@@ -278,9 +278,10 @@ def test_robust_default_at_straddling_batches_is_theorem5s_iterate(moves):
     t < 4 per coordinate (a false alarm about once in 1000 over the 6). The tolerance is the Monte
     Carlo error of m = 2000 particles with redraws, measured by the replicates' spread (0.007-0.022
     posterior sd here), not modelled: the order is fixed so that the error of a mishandled boundary,
-    which depends on the rows that straddle it, is a bias. Before issue 35's fix: -0.35, -0.19 and
+    which depends on the rows that straddle it, is a bias. Such a mishandled boundary (the first-pass rows'
+    weight spread over the whole batch, the clock behind the rows visited) measured -0.35, -0.19 and
     -0.07 sd (t -18, -15, -10) without moves, -0.61, -0.33, -0.02 sd with them (the pass-2 move at
-    440 rows, not at 420), against 0.00-0.02 sd after."""
+    440 rows, not at 420), against 0.00-0.02 sd for exact pass ends."""
     n, batch, m = 210, 20, 2000
     prob = ConjugateGaussian(dim=2, noise_std=1.0)
     _, x = prob.simulate(seed=5, n=n)
@@ -307,8 +308,8 @@ def test_robust_default_at_straddling_batches_is_theorem5s_iterate(moves):
 def test_pass_two_move_happens_when_the_batch_does_not_divide_the_data():
     """N = 25, B = 10, two passes (5 steps, 50 rows): the default moves run after step 2 (first
     pass), within step 3 at the end of pass 1 (25 rows, the batch's last 5 rows then taken as a
-    prox step) and at step 5, the end of pass 2 (before issue 35's fix the clock lagged 5 rows
-    behind and pass 2 never ended). Each round reads its target's rows 9 times (the value and gradient
+    prox step) and at step 5, the end of pass 2 (a clock 5 rows behind the rows visited
+    would never end pass 2). Each round reads its target's rows 9 times (the value and gradient
     at the start and after each of 5 MALA moves, the Hessian, and the values of 2 independence
     sweeps)."""
     n, batch = 25, 10

@@ -56,8 +56,8 @@ def test_ess_cap_keeps_the_floor():
 @pytest.mark.parametrize("offset", [1e2, 1e3, 3e3])
 def test_kde_density_does_not_depend_on_where_the_cloud_sits(offset):
     """A narrow cloud far from the origin (|mean|/sd = offset) has the KDE log-density of the same
-    cloud at the origin, to float32 accuracy of the centred values (issue 11: the uncentred
-    ``‖a‖² + ‖b‖² - 2a·b`` was off by 0.012 / 1.4 / 6.0 nats at 100 / 1,000 / 3,000)."""
+    cloud at the origin, to float32 accuracy of the centred values (the uncentred
+    ``‖a‖² + ‖b‖² - 2a·b`` is off by 0.012 / 1.4 / 6.0 nats at 100 / 1,000 / 3,000)."""
     from pmd.kde import kde_log_density
 
     rng = np.random.default_rng(0)

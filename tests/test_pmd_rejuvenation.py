@@ -55,7 +55,7 @@ def test_moves_are_invariant_for_small_populations(m):
     over particles, coordinates and populations, is 1 within 4 standard errors (the populations'
     spread: about 0.002-0.004). The Hessian of a Gaussian target is the same everywhere, so the
     only thing that could tie a move to the population is ``ε``: adapted within the round from the
-    population's acceptance (before issue 35's fix) the moves were not invariant, a ratio of
+    population's acceptance the moves are not invariant, a ratio of
     1.038 ± 0.005 at m = 2 and 1.024 ± 0.002 at m = 8; frozen within the round, 0.995 ± 0.005 and
     1.002 ± 0.002."""
     prob = ConjugateGaussian(dim=2, noise_std=1.0)

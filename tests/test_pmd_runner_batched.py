@@ -1,4 +1,4 @@
-"""Repetitions batched into one vectorised program (issue 16): ``run_batched`` gives each key the run
+"""Repetitions batched into one vectorised program: ``run_batched`` gives each key the run
 ``run`` gives it — the same batches, step keys, evaluation keys and initial state — and, step for
 step, the same numbers up to floating-point reassociation in the batched kernels.
 

@@ -69,7 +69,7 @@ def test_the_readme_pymc_snippet_continues_the_example(tmp_path):
 
 
 def test_the_readme_stays_short():
-    """A newcomer's page: at most 250 lines (issue 34), the results in docs/results.md and the
+    """A newcomer's page: at most 250 lines, the results in docs/results.md and the
     report; every line added to it must make room."""
     lines = docs.README.read_text().count("\n")
     assert lines <= 250, f"README.md has {lines} lines: move detail into docs/ (at most 250)"

@@ -1,4 +1,4 @@
-"""The equal-cost view (reports/cost.py, issue 30): cost to threshold on hand-made curves, the
+"""The equal-cost view (reports/cost.py): cost to threshold on hand-made curves, the
 table's PMD-rank sentence, the figure, and ``pmd-bench report cost`` end to end on fake run files."""
 
 import math

@@ -1,4 +1,4 @@
-"""The methods' fixed looks in the figures (reports/styles.py, issue 34): every label the configs
+"""The methods' fixed looks in the figures (reports/styles.py): every label the configs
 and the registry name has a look, distinct within each experiment; families share a hue; unknown
 labels get a stable look; and Figure 1 drawn for labels that shared colours before (and Table 1's
 and the rate's figures) shows one legend of distinct handles outside its panels."""

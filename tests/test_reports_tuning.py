@@ -1,4 +1,4 @@
-"""What the tuning protocol chose (reports/tuning.py, issue 31): the table of `pmd-bench tune`
+"""What the tuning protocol chose (reports/tuning.py): the table of `pmd-bench tune`
 results, the grid's edge, a result that was not tuned, the criterion of each result (an ELBO-tuned
 method's, a result written before results named theirs), bad files named, and the CLI end to end."""
 

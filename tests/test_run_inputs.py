@@ -1,4 +1,4 @@
-"""Bad input to the runner gets a clear, early error that names what is wrong (issue 34's table)."""
+"""Bad input to the runner gets a clear, early error that names what is wrong."""
 
 from __future__ import annotations
 

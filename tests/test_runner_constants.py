@@ -135,3 +135,4 @@ def test_a_full_data_step_refuses_data_of_another_size():
     method = MixtureGibbs(WellingTehMixture().model(), 64, 4, data=data, burn_in=2)
     with pytest.raises(ConfigError, match=r"data= has \[32\] rows, the method was built for data_size=64"):
         method.step(jax.random.key(0), method.init(jax.random.key(1)), data[:8], data=data[:32])
+

@@ -1,4 +1,4 @@
-"""The runner compiles one program per run and times it apart (issue 35, cost): a last window shorter
+"""The runner compiles one program per run and times it apart: a last window shorter
 than the others runs through the same program with its missing steps skipped, and the iterates are
 those of one uninterrupted scan."""
 
@@ -48,7 +48,7 @@ def test_the_init_is_on_both_clocks_and_its_compilation_is_counted_once():
 
 @pytest.mark.slow
 def test_a_second_run_of_the_same_object_compiles_nothing():
-    """Compile once per model and shape (issue 35): the step programs stay with the method object, so
+    """Compile once per model and shape: the step programs stay with the method object, so
     its second run (another key) compiles nothing and ends where a new object's run with that key
     ends; the cache goes with the object."""
     import gc

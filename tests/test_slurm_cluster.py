@@ -1,5 +1,5 @@
-"""The workflow through a running SLURM cluster and an MLflow server, with faults (issue 32,
-workflow/cluster_check.py): a one-node cluster started here (workflow/profiles/slurm/local/start.sh),
+"""The workflow through a running SLURM cluster and an MLflow server, with faults
+(workflow/cluster_check.py): a one-node cluster started here (workflow/profiles/slurm/local/start.sh),
 a small config (the ci config's mixture with two methods: 4 sbatch jobs) run through the SLURM
 profile while one job is cancelled and slurmd is killed, run again, and compared with a local run.
 

@@ -1,4 +1,4 @@
-"""The resample-move of structured PMD's inducing inputs (pmd/structured/sparse_gp_moves.py, issue 35):
+"""The resample-move of structured PMD's inducing inputs (pmd/structured/sparse_gp_moves.py):
 the moves leave the posterior of ``Z`` invariant, reset ``q(u|Z)`` to Titsias', the base ratio brings
 the weights back to uniform, and on a small problem the moving particles end no worse than F.1's."""
 

@@ -1,4 +1,4 @@
-"""Every method's reported work (issue 30, "cost on the axis"): the runner's curves ``evals`` and
+"""Every method's reported work (the cost on the plots' axis): the runner's curves ``evals`` and
 ``grad_evals`` (:data:`pmd.runner.WORK`) against the count derived by hand from each method's
 settings and its module docstring's formula. Tiny problems, a few steps each.
 

@@ -265,7 +265,7 @@ def test_equal_cost_overlay_keeps_each_chains_posterior_over_its_whole_run():
     but kept ``burn_in`` and ``thin = 1``, so at the cap SGLD's posterior was the run's last 375 of
     5,000 states on posteriordb (300 of 2,000 on the mixture, 300 of 4,000 on logistic) and the
     mixture's Gibbs the last 300 of 2,000 sweeps: the end of one autocorrelated chain, where the
-    standard config's posterior spans it after burn-in (docs/findings.md, 2026-11-27, session 30).
+    standard config's posterior spans it after burn-in (docs/findings.md, 2026-11-27).
     Integers throughout: no tolerance."""
     standard, merged = _standard_and_capped()
     rows = {"mixture": standard["mixture"]["num_data"], "logistic": 800, "posteriordb": None}  # the 800-digit subset

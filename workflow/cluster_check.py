@@ -1,5 +1,5 @@
-"""The workflow through a running SLURM cluster and an MLflow server, with faults (issue 32;
-docs/cluster.md, "A cluster on one machine").
+"""The workflow through a running SLURM cluster and an MLflow server, with faults
+(docs/cluster.md, "A cluster on one machine").
 
 :func:`check` runs one config (or some of its targets) four times over, all on this machine:
 

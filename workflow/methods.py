@@ -184,7 +184,7 @@ def resolve(name: str, base: str | Path | None = None) -> type:
     return METHODS[name]
 
 
-RUN_KEYS = ("batch_size", "num_passes", "eval_every")
+RUN_KEYS = ("batch_size", "num_passes", "eval_every", "max_work_per_row")
 # the keys an experiment section reads from a method entry besides its constructor's
 # (workflow/experiments/*): the run settings, and per section its own
 ENTRY_KEYS = {"logistic": ("train_rows",), "posteriordb": ("steps_per_pass",), "custom": ("steps_per_pass",),
@@ -234,12 +234,23 @@ def _check_keys(where: str, name: str, cls: type, entry: dict, section: str) -> 
 def split_spec(label: str, spec: dict[str, Any], defaults: dict[str, Any]) -> tuple[dict, dict]:
     """Split a config entry into the method's constructor arguments and its run settings.
 
-    A method entry may override the experiment's ``batch_size``, ``num_passes`` and
-    ``eval_every`` (Gibbs sweeps the whole data set per step, so it needs far fewer steps).
+    A method entry may override the experiment's ``batch_size``, ``num_passes``, ``eval_every``
+    (Gibbs sweeps the whole data set per step, so it needs far fewer steps) and ``max_work_per_row``
+    (the work cap per data row, :func:`with_work_cap`; absent from both: none).
     """
     spec = dict(spec)
-    run = {key: spec.pop(key, defaults[key]) for key in RUN_KEYS}
+    run = {key: spec.pop(key, defaults.get(key)) for key in RUN_KEYS}
     return spec, run
+
+
+def with_work_cap(settings: dict[str, Any], num_rows: int) -> dict[str, Any]:
+    """The run settings of :func:`split_spec` for :func:`pmd.run` on ``num_rows`` rows: the cap per
+    row ``max_work_per_row`` as the run's ``max_work`` (``× num_rows``; None: no cap). A cap per row
+    reads alike on every target of an experiment, whatever its size (posteriordb's posteriors hold
+    from ten to thousands of rows)."""
+    settings = dict(settings)
+    per_row = settings.pop("max_work_per_row", None)
+    return {**settings, "max_work": None if per_row is None else float(per_row) * num_rows}
 
 
 def build(label: str, spec: dict[str, Any], model: Any, data: Any, num_steps: int) -> Any:

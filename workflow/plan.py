@@ -1,4 +1,4 @@
-"""What a config's workflow will run and how long it takes here, before it runs (issue 16).
+"""What a config's workflow will run and how long it takes here, before it runs.
 
 ``pmd-bench plan workflow/config/paper.yaml --out plan.json`` dry-runs Snakemake on the config (its
 results folder redirected to an empty one, so every job is listed whatever this checkout has built),

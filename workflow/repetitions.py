@@ -1,4 +1,4 @@
-"""One method label's repetitions (seeds) of an experiment, one at a time or batched (issue 16).
+"""One method label's repetitions (seeds) of an experiment, one at a time or batched.
 
 An experiment describes a label once, as a :class:`Prepared` (the method built for its data, the
 runner's settings, the evaluation, the MLflow parameters and how a finished run is saved); then

@@ -1,4 +1,4 @@
-"""What each Snakemake job asks a scheduler for (issue 16): ``threads``, ``mem_mb``, ``runtime``.
+"""What each Snakemake job asks a scheduler for: ``threads``, ``mem_mb``, ``runtime``.
 
 Every rule calls :func:`job_resources` with its name and the config; the numbers come from the
 measured anchors in :data:`ANCHORS`, scaled by the job's sizes in the config, never typed per rule:

@@ -1,4 +1,4 @@
-"""One tuning protocol for every method, PMD included (issue 31; the paper's H.4 grid search, made
+"""One tuning protocol for every method, PMD included (the paper's H.4 grid search, made
 blind to the reference posterior, as benchopt-style benchmarks tune their solvers).
 
 * The training data are split once: a ``fraction`` of the rows (default 0.2), drawn with the
@@ -16,8 +16,8 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
   validation documents by the one held-out perplexity estimator
   (:mod:`workflow.experiments.sparse_gp_tuning`, :mod:`workflow.experiments.lda_tuning`).
 * A method that maximises the evidence lower bound (``maximises = "elbo"`` on its class: SVI, NumPyro's
-  SVI, NPV) is scored instead by that objective, as the issue allows ("the method's own objective
-  where it has one"): :func:`elbo_criterion`, ``ELBO = E_q[log p(θ) + Σ_n log p(x_n|θ) − log q(θ)]``
+  SVI, NPV) is scored instead by that objective, the method's own objective
+  where it has one: :func:`elbo_criterion`, ``ELBO = E_q[log p(θ) + Σ_n log p(x_n|θ) − log q(θ)]``
   (Blei, Kucukelbir & McAuliffe 2017, eq. 13) over the data it ran on, estimated from ``n`` draws of
   its own density ``q``. It needs no held-out rows, so these methods run on all the training data
   (a one-datum posterior is tuned too). Why not the LPD for them: from their Laplace start the

@@ -55,8 +55,9 @@ report is each replicate's own optimum (exactly, for a quadratic). ``τ = 10`` d
 steps, whose Newton targets on a small batch are far off (a batch of ``B`` rows estimates the
 objective with noise ``≈ sqrt(2N/B)`` posterior sds): with ``τ = 1`` NPL diverges on mesquite
 (``N = 46``, ``B = 1``) and ends 0.57 in log sd too wide on kidiq (``B = 9``); with ``τ`` from 3
-to 30 issue 31's regression ends within 0.08 posterior sds of the mean and 0.1 in log sd, and
-``τ = 10`` does best on the posteriordb posteriors of docs/findings.md (2026-11-26, issue 31).
+to 30 the 3-d test regression (tests/baselines_helpers.py) ends within 0.08 posterior sds of the
+mean and 0.1 in log sd, and ``τ = 10`` does best on the posteriordb posteriors of
+docs/findings.md (2026-11-26).
 Adam in the same coordinates stays too narrow (its steps are of the size of its rate whatever
 the gradient: 0.1 (1 + t)^-0.55 leaves the replicates 6 times too close on kidiq). An explicit
 ``learning_rate`` keeps the method as it was (``init=None`` then means ``"prior"``): each

@@ -17,8 +17,8 @@ slowly with the dimension (``d^{1/4}`` leapfrog steps against ``d`` proposals; B
   dynamics run in whitened coordinates (Buchholz, Chopin & Jacob 2021, sec. 3.1 use its diagonal;
   the full matrix also whitens correlated posteriors), with a jitter of ``MASS_JITTER`` times each
   coordinate's own variance (:func:`pmd.bandwidth.stable_cholesky`). A jitter sized to the mean
-  variance, as before, widened a coordinate 10⁴ times narrower than another by orders of
-  magnitude (posteriordb's kilpisjarvi: a slope beside an intercept), and the moves there were
+  variance widens a coordinate 10⁴ times narrower than another by orders of
+  magnitude (posteriordb's kilpisjarvi: a slope beside an intercept), and the moves there are
   all rejected;
 * the trajectory length is ``trajectory_length`` whitened units, default ``π/2``: a quarter period
   of the dynamics of a whitened Gaussian, which maps a point to an independent one (a half period

@@ -1,4 +1,4 @@
-"""The topic-model libraries users already run, as peers of the LDA experiment (issue 13).
+"""The topic-model libraries users already run, as peers of the LDA experiment.
 
 Each peer wraps one library's own fitting code; pmd-bench only feeds it the same documents in the
 same mini-batches as its own methods and reads its topics back into a posterior of

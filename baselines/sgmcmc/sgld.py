@@ -36,7 +36,7 @@ precision ``Λ = -∇² log p(θ̂|X)`` there (Bishop 2006, sec. 4.4), whose dat
   mini-batch gradient adds about ``ελN/(4n)`` of the variance for batches of ``n`` (Welling & Teh
   sec. 4's ``α``, with the scores' covariance ``≈ Λ/N`` near the mode; Vollmer, Zygalakis & Teh
   2016), which no ``c`` removes within a short run: smaller ``c`` freezes the chain, larger widens
-  it (docs/findings.md, 2026-11-26: ``c`` from 0.1 to 1.5 on issue 31's regression).
+  it (docs/findings.md, 2026-11-26: ``c`` from 0.1 to 1.5 on the 3-d test regression).
 * What it leaves. Directions of precision ``λ < λ_max`` move by ``ελ/2`` a step: on a posterior of
   condition number 100 the chain hardly leaves the mode along the flat one (sds 0.2 of the exact
   after 2 passes, in the same note). A fixed preconditioner, the Laplace covariance ``M = Λ⁻¹``
@@ -49,8 +49,8 @@ precision ``Λ = -∇² log p(θ̂|X)`` there (Bishop 2006, sec. 4.4), whose dat
   largest steps travelling to the posterior, where a step fitted to its curvature can overshoot.
 
 An explicit ``a`` keeps the method as it always was: the prior start, the data not read. ``a=None``
-without ``data=`` is refused (:class:`pmd.ConfigError`, a ``ValueError``) rather than guessed: the
-old default ``a = 0.01`` diverges at step 43 on issue 31's 3-d regression.
+without ``data=`` is refused (:class:`pmd.ConfigError`, a ``ValueError``) rather than guessed: a
+constant ``a = 0.01`` diverges at step 43 on the 3-d test regression (tests/baselines_helpers.py).
 
 Both record the first step at which the state went non-finite (``diverged_at``, -1 while it has
 not), and ``posterior`` of such a state raises ``FloatingPointError`` naming that step and its

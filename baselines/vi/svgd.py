@@ -47,15 +47,16 @@ median bandwidth already makes scale-free along the kernel, is in posterior sds 
 direction. Its schedule is ``ε_t = 0.3 (1 + t)^-0.55``: the Robbins-Monro decay of Welling & Teh's
 SGLD (``γ = 0.55``; the mini-batch score's noise, ``≈ sqrt(N/B)`` sds a move, averages out only
 under a decaying step), from 0.3, where a move takes a particle at most a fraction ``ε k̄ < 0.3``
-of the way to the mode (``k̄ < 1`` the kernel's mean weight). On issue 31's regression the
-defaults end within 0.09 sds of the mean and 0.06 in log sd after one pass (400 particles, seeds
-0-4); with 100 particles over one and five passes, a constant 0.3 ends up to 0.33 off in log sd
-with batches of 40, a constant 0.1 up to 0.17, and the stochastic-Newton gain ``1/t`` up to 0.47
-sds off in the mean (SVGD's field moves the mean by ``ε k̄``, not ``ε``, of the Newton step). An
-explicit ``step_size`` keeps the method as it was (``init=None`` then means ``"prior"``): ``m``
-prior draws, a constant step in the units of ``θ``, the data not read; with ``init="laplace"`` it
-multiplies the default schedule (the tuning grids' use). ``step_size=None`` without ``data=`` is
-refused (:class:`pmd.ConfigError`): the old default 0.01 diverges at the 13th move on that regression.
+of the way to the mode (``k̄ < 1`` the kernel's mean weight). On the 3-d test regression
+(tests/baselines_helpers.py) the defaults end within 0.09 sds of the mean and 0.06 in log sd after
+one pass (400 particles, seeds 0-4); with 100 particles over one and five passes, a constant 0.3
+ends up to 0.33 off in log sd with batches of 40, a constant 0.1 up to 0.17, and the
+stochastic-Newton gain ``1/t`` up to 0.47 sds off in the mean (SVGD's field moves the mean by
+``ε k̄``, not ``ε``, of the Newton step). An explicit ``step_size`` keeps the method as it was
+(``init=None`` then means ``"prior"``): ``m`` prior draws, a constant step in the units of ``θ``,
+the data not read; with ``init="laplace"`` it multiplies the default schedule (the tuning grids'
+use). ``step_size=None`` without ``data=`` is refused (:class:`pmd.ConfigError`): a constant 0.01
+in the units of ``θ`` diverges at the 13th move on that regression.
 """
 
 from __future__ import annotations

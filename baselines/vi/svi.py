@@ -35,7 +35,8 @@ The start (``init``):
 * ``"prior"``: the start of Dai et al., who initialise every method with the prior: ``μ`` one prior
   draw, ``L`` the Cholesky factor of the covariance of ``_INIT_DRAWS`` prior draws, and the
   parameters ``μ``, ``log L_kk`` and ``L_kj`` optimised as they are (no whitening). Its learning
-  rate is in the units of ``θ`` (0.05: four posterior sds on issue 31's 3-d regression).
+  rate is in the units of ``θ`` (0.05: four posterior sds on the 3-d test regression,
+  tests/baselines_helpers.py).
 
 The steps after the Laplace start (the defaults; each can be set):
 
@@ -49,17 +50,17 @@ The steps after the Laplace start (the defaults; each can be set):
   posterior sd from the best Gaussian's mean. For a regression's log noise scale the joint mode
   sits at ``σ² = S/(n−1)``, the Gaussian optimum near the marginal's ``S/(n−1−k)``; on
   posteriordb's mesquite (n = 46, k = 7) that is 0.85 reference sd (the full-batch optimum of this
-  family is 0.02 sd from the reference mean), which the earlier Robbins-Monro steps (0.01 ·
-  t^−0.55, about 0.4 sd of travel in 500 steps) never covered.
+  family is 0.02 sd from the reference mean), which Robbins-Monro steps of 0.01 ·
+  t^−0.55 (about 0.4 sd of travel in 500 steps) never cover.
 * The scale (``ρ`` and ``L̃``) takes Adam at ``scale_learning_rate · (τ + t)^−scale_kappa``,
   0.01 and 0.55: the Laplace curvature already puts it near the optimum on a near-Gaussian
   posterior, and larger steps' noise on it (batches of one row on mesquite, of 50 on diamonds)
   moved the log sds by up to 0.3 in 500 steps, where these keep them within 0.05.
 
 Measured (3 seeds; max |mean error| in reference sd / max |log sd ratio|, ``docs/findings.md``):
-on mesquite after 500 steps of the posteriordb rule the old steps (0.01 · t^−0.55 for every
-parameter, no average) ended 0.81-0.87 / 0.11-0.12 off, these 0.44-0.51 / 0.10-0.12, and 0.11-0.13
-/ 0.10-0.11 after 5,000 (the equal-cost cap; the old steps 0.75-0.80). Issue 31's 3-d regression,
+on mesquite after 500 steps of the posteriordb rule Robbins-Monro steps (0.01 · t^−0.55 for every
+parameter, no average) end 0.81-0.87 / 0.11-0.12 off, these 0.44-0.51 / 0.10-0.12, and 0.11-0.13
+/ 0.10-0.11 after 5,000 (the equal-cost cap; Robbins-Monro 0.75-0.80). The 3-d test regression,
 8 seeds, 1 and 20 passes: at most 0.087 sd / 0.050. A constant 0.03 reached mesquite sooner
 (0.19-0.32 after 500 steps) but left the regression's mean up to 0.11 sd off after 20 passes.
 After the prior start the steps stay as they were: one constant ``learning_rate`` 0.05 for every
@@ -92,7 +93,7 @@ _INIT_DRAWS = 1000
 # ``(τ + t)^(-κ)`` (in posterior sds after the Laplace start, in the units of θ after the prior
 # start, the value this class always had), the scale's (None: the location's), and the average's
 # η (None: no average). After the Laplace start the scale's mini-batch noise alone moves the
-# optimum's estimate (log L_kk by up to 0.2 after 20 passes at a constant 0.01 on issue 31's
+# optimum's estimate (log L_kk by up to 0.2 after 20 passes at a constant 0.01 on the 3-d test
 # regression), which Robbins-Monro decay with κ = 0.55 (Welling & Teh's exponent, inside Hoffman
 # et al.'s (0.5, 1]) averages away
 _LEARNING_RATE = {"laplace": (0.02, 0.5), "prior": (0.05, 0.0)}

@@ -29,7 +29,7 @@ paragraph keeps ``log w - A`` the same for every particle); at every pass end ``
 Titsias' and ``w_j ∝ p(y|Z_j)``. With ``γ_t = 1/√t`` the iterate is a geometric average that
 favours the latest batches, exact at no step.
 
-``moves`` (issue 35, :mod:`pmd.structured.sparse_gp_moves`): at the end of every pass (after the
+``moves`` (:mod:`pmd.structured.sparse_gp_moves`): at the end of every pass (after the
 step in which the rows visited reach a multiple of ``N``) the particles are resampled by weight and
 each ``Z_j`` is moved by Metropolis-Hastings steps that leave ``p(Z|y) ∝ p(Z) p(y|Z)`` invariant,
 ``q(u|Z_j)`` is set to the exact ``p(u|y, Z_j)`` and the weights to uniform; the particles then

@@ -1,4 +1,4 @@
-"""Resample-move rejuvenation of structured PMD's inducing inputs (issue 35).
+"""Resample-move rejuvenation of structured PMD's inducing inputs.
 
 F.1 draws the particles ``Z_j`` once from the prior ``p(Z)`` (uniform on the data's box) and only
 reweights them; their weights' fixed point is ``w_j ∝ p(y | Z_j)``, and with many rows the DTC
@@ -48,8 +48,8 @@ recomputes only the ``block`` columns of the kept kernel and rows and columns of
 statistics (:meth:`pmd.models.sparse_gp.DataKernel.replace`, ``O(l N block (M + d))`` plus ``O(l M³)``
 for the evidence), and the KDE term ``O(block N d)``. The particles' chains run one after another
 (:meth:`pmd.structured.sparse_gp.StructuredPMDGP.move`), each keeping its kernel's ``N M`` numbers
-(H.3.2: 3.8 GB float64). Before (issue 35), every proposal's evidence was computed afresh in
-``O(N M (M + d))``: at H.3.2's settings (``N`` = 463,715, ``M`` = 1,024, ``d`` = 90, block 4) the
+(H.3.2: 3.8 GB float64). Against every proposal's evidence computed afresh in
+``O(N M (M + d))``, at H.3.2's settings (``N`` = 463,715, ``M`` = 1,024, ``d`` = 90, block 4), the
 block update is measured in ``benchmarks/bench_inducing_moves.py``.
 """
 

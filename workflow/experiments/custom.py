@@ -1,4 +1,4 @@
-"""Bring your own model: every method on a user's PyMC model, scored as on posteriordb (issue 33).
+"""Bring your own model: every method on a user's PyMC model, scored as on posteriordb.
 
 The config's ``custom`` section names model files (:mod:`workflow.model_file`: a Python file whose
 ``model()`` returns a ``pymc.Model`` with its observed data)::

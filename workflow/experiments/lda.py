@@ -18,7 +18,7 @@ documents visited and the result file; the file keeps the curves, the final topi
 (Figure 5) and the cost (seconds per document and tokens per second of the steps alone). The final
 posterior is also scored by ONE estimator for every method (:func:`pmd.models.lda.common_log_perplexity`,
 ``log_perplexity_common``), at each fold-in budget of ``lda.fold_in_sweeps`` (the last is the
-value; the ladder shows it has converged). Tuning (issue 31, ``pmd-bench tune lda``): on validation
+value; the ladder shows it has converged). Tuning (``pmd-bench tune lda``): on validation
 documents of the training corpus by the same estimator, never the held-out documents (:mod:`.lda_tuning`).
 """
 

@@ -1,4 +1,4 @@
-"""LDA's tuning criterion (:mod:`workflow.tuning`; issue 31).
+"""LDA's tuning criterion (:mod:`workflow.tuning`).
 
 Whole training documents are held out (:func:`workflow.tuning.split_rows` over the documents),
 and each validation document's tokens are split into estimation and evaluation halves as the

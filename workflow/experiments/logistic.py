@@ -147,6 +147,7 @@ def prepare(cfg: dict, label: str, data_path: str | Path, reference: str | Path 
     train_rows = spec.pop("train_rows", cfg["train_rows"])
     spec, settings = methods.split_spec(label, spec, cfg)
     train, test = load_data(data_path, train_rows)
+    settings = methods.with_work_cap(settings, len(train["y"]))
     num_steps = max(1, math.ceil(settings["num_passes"] * len(train["y"]) / settings["batch_size"]))
     ref_arrays, ref_meta = load_npz(reference)
     if ref_meta.get("floor_samples") != cfg["eval_samples"]:

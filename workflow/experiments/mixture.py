@@ -74,6 +74,7 @@ def prepare(cfg: dict, label: str, data_path: str | Path, params: dict[str, Any]
     log-density of its final posterior on the grid (:func:`display_density`)."""
     x, true, _ = load_data(data_path)
     spec, settings = methods.split_spec(label, cfg["methods"][label] if params is None else params, cfg)
+    settings = methods.with_work_cap(settings, len(x))
     num_steps = max(1, math.ceil(settings["num_passes"] * len(x) / settings["batch_size"]))
     method, start = methods.build_timed(label, spec, WellingTehMixture().model(), jnp.asarray(x), num_steps)
     base = {"method": label, "num_data": len(x), **settings, **{f"method.{k}": v for k, v in spec.items()}}

@@ -60,15 +60,17 @@ METRICS = ("mean_error", "mean_error_max", "mean_error_raw", "log_std_ratio", "l
 def budget(section: dict, label: str, spec: dict, num_data: int) -> tuple[dict, dict]:
     """The module docstring's rule: ``(spec, run settings)`` for a method entry on ``num_data`` points.
 
-    The settings hold ``batch_size``, ``num_steps``, ``eval_every``, ``steps_per_pass`` and
-    ``num_passes`` (the entry's or the section's; a whole number), the data budget ``budget_points``
+    The settings hold ``batch_size``, ``num_steps``, ``eval_every``, ``steps_per_pass``,
+    ``num_passes`` (the entry's or the section's; a whole number), the work cap ``max_work``
+    (:func:`workflow.methods.with_work_cap`; None: none), the data budget ``budget_points``
     (points fed to the method) and ``budget_passes`` (the same in passes over the data, whole).
     """
     spec = dict(spec)
     steps_per_pass = spec.pop("steps_per_pass", section["steps_per_pass"])
     defaults = {"batch_size": math.ceil(num_data / steps_per_pass), "num_passes": section["num_passes"],
-                "eval_every": None}
+                "eval_every": None, "max_work_per_row": section.get("max_work_per_row")}
     spec, settings = methods.split_spec(label, spec, defaults)
+    settings = methods.with_work_cap(settings, num_data)
     if settings["num_passes"] != int(settings["num_passes"]) or settings["num_passes"] < 1:
         raise ValueError(f"posteriordb: {label}'s num_passes={settings['num_passes']!r} must be a whole number "
                          "of passes (a run that ends mid-pass stops PMD between its pass-end moves)")
@@ -84,9 +86,11 @@ def run_budgeted(method, data, settings: dict, key, evaluate, logger=None, eval_
                  start: tuple[float, float] = (0.0, 0.0)) -> RunResult:
     """:func:`pmd.run` for exactly ``settings["budget_passes"]`` passes in batches of
     ``settings["batch_size"]`` (the budget of :func:`budget`), evaluating every ``eval_every``
-    points (default the settings'), its clock from the method's construction (``start``)."""
+    points (default the settings'), its clock from the method's construction (``start``), its work
+    capped at ``settings["max_work"]`` where set."""
     return run(method, data, key, batch_size=settings["batch_size"], num_passes=settings["budget_passes"],
-               eval_every=eval_every or settings["eval_every"], evaluate=evaluate, logger=logger, start=start)
+               eval_every=eval_every or settings["eval_every"], evaluate=evaluate, logger=logger, start=start,
+               max_work=settings.get("max_work"))
 
 
 def constrained_samples(problem: PosteriordbProblem, posterior, key, num_samples: int) -> tuple[Any, Any, str | None]:

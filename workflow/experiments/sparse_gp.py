@@ -28,7 +28,7 @@ Each run file's meta records the process's peak resident set (``peak_rss_gib``, 
 ``ru_maxrss``: data, method, evaluations and the final bound together), the memory a job of that
 config needs.
 
-Tuning (issue 31, ``pmd-bench tune sparse_gp``): per problem, on validation rows of its training
+Tuning (``pmd-bench tune sparse_gp``): per problem, on validation rows of its training
 set by their predictive log density, never the test rows or the truth (:mod:`.sparse_gp_tuning`).
 
 JAX runs in float64 in these processes (:func:`_float64`): in float32 the Cholesky factor of

@@ -1,4 +1,4 @@
-"""The sparse GP's tuning criterion (:mod:`workflow.tuning`; issue 31).
+"""The sparse GP's tuning criterion (:mod:`workflow.tuning`).
 
 The problem's training rows ``(x, y)`` are split as every experiment's rows are
 (:func:`workflow.tuning.validation_split`), and the model is built on the tuning's training part

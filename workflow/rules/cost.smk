@@ -1,4 +1,4 @@
-# The equal-cost view (issue 30, reports/cost.py): per experiment whose rule file registered its
+# The equal-cost view (reports/cost.py): per experiment whose rule file registered its
 # inputs in COST_INPUTS (the run files its own report reads, and the floor's data file where the
 # criterion needs it), the cost-to-threshold table and figure. Included after the experiments.
 COST_TARGETS = [f"{RESULTS}/figures/cost_{name}.{suffix}" for name in COST_INPUTS for suffix in ("md", "png")]

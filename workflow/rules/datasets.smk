@@ -1,4 +1,4 @@
-# Dataset preparation (issue 4): every dataset is one `python -m pmd_bench.datasets prepare` job writing
+# Dataset preparation: every dataset is one `python -m pmd_bench.datasets prepare` job writing
 # {RESULTS}/data/<name>.npz, or the directory {RESULTS}/data/<name> for a corpus (wikipedia,
 # wikipedia-dump, lda-synth). Source files are fetched into the data directory or read from the
 # offline mirror (config datasets.data_dir / datasets.offline_mirror; the environment variables

@@ -1,4 +1,4 @@
-# The tuning protocol (issue 31, workflow/tuning.py): for every method label with a grid in
+# The tuning protocol (workflow/tuning.py): for every method label with a grid in
 # `<experiment>.tuning.grids`, one job chooses its settings on a validation split of the training
 # data (`pmd-bench tune`), and its seeds run again with the choice as `<label>_tuned`, beside the
 # default row in every table and figure of the experiment (the experiment's rule file puts those
