@@ -221,7 +221,9 @@ def run(
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A step reports its
     work in ``info["evals"]`` and ``info["grad_evals"]`` (:data:`WORK`): the curves hold their
     running totals, from the method's ``start_work`` (what building it cost, e.g. SVI's Laplace
-    start; default none). A method whose steps report no ``evals`` is charged the likelihood terms
+    start; default none), and the rows visited from its ``start_visited`` (the rows that start read;
+    default its ``start_work`` likelihood terms, since a start evaluates at one point at a time), so
+    that a run's work, reads and seconds (``start``) all count from the method's construction. A method whose steps report no ``evals`` is charged the likelihood terms
     of the rows it visited at its particles (``m·B`` a step, no gradients), and its curve
     ``work_charged`` is 1, so tables can say its work is the runner's charge, not its own count. A method whose
     ``wants_rows`` is true also receives the batch's row indices in ``data`` (``step(..., rows=)``),
@@ -435,10 +437,14 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
 
     per_eval = num_steps if eval_every is None else max(1, eval_every // batch_size)
     length = min(per_eval, num_full)  # every full-batch window's program length
-    visited, done, eval_seconds = [0] * n, 0, [0.0] * n
+    # a start's data reads (a Laplace fit's evaluations of the whole data set) are reads of the run:
+    # its ``start_visited``, by default its likelihood terms (a start evaluates at one point at a time)
+    start_work = tuple(map(float, getattr(method, "start_work", (0.0, 0.0))))
+    start_reads = int(getattr(method, "start_visited", start_work[0]))
+    visited, done, eval_seconds = [start_reads] * n, 0, [0.0] * n
     programs = compiled_programs(method, batched)  # argument signature -> compiled advance
     # a method that spent work before its first step (SVI's Laplace start) says so in start_work
-    work = [dict(zip(WORK, map(float, getattr(method, "start_work", (0.0, 0.0))))) for _ in plans]
+    work = [dict(zip(WORK, start_work)) for _ in plans]
     charged = [False] * len(plans)  # a method that reports no work is charged m·B a step (docstring)
     curves: list[dict[str, list]] = [{} for _ in plans]
     marks: list[list[int]] = [[] for _ in plans]

@@ -55,3 +55,17 @@ def test_the_clock_starts_at_the_construction(data, tmp_path):
     arrays, meta = load_npz(out)
     assert arrays["curve/wall_time"][0] >= seconds and arrays["curve/compile_time"][0] >= compiling
     assert arrays["curve/evals"][0] > 0  # the start's work, counted before (the clock now agrees)
+
+
+@pytest.mark.slow
+def test_a_start_reads_the_data_on_the_run(data, tmp_path):
+    """The Laplace start's reads of the data set are rows visited by the run, counted before its
+    first step (they were not: ``visited`` began at 0 while the start's likelihood terms were in the
+    work), so a cost in data read includes the start as its work and seconds do."""
+    prep = mixture.prepare(CFG, "svi", data)
+    out = tmp_path / "svi.npz"
+    run_seeds(prep, [0], [out], f"sqlite:///{tmp_path / 'mlruns.db'}", "t")
+    arrays, _ = load_npz(out)
+    start_reads = prep.method.start_work[0]
+    assert start_reads >= CFG["num_data"] and arrays["visited"][0] == start_reads
+    assert arrays["visited"][-1] == start_reads + CFG["num_passes"] * CFG["num_data"]
