@@ -41,28 +41,32 @@ EXPERIMENTS = [
     ("mixture", "Mixture model (section 6, Figures 1 and 3; H.1)",
      "Section 6: PMD captures both modes of the Welling-Teh posterior and reaches the best total variation and "
      "cross entropy; Gibbs and SGLD get stuck in one mode and SVI fails.",
-     ["table_mixture.md", "figure1.png", "figure3.png", "cost_mixture.md", "cost_mixture.png"]),
+     ["table_mixture.md", "figure1.png", "figure3.png", "cost_mixture.md", "cost_mixture.png", "profiles_mixture.md",
+      "profiles_mixture.png"]),
     ("logistic", "Bayesian logistic regression (section 6, Figure 2(1); H.2)",
      "Section 6: on MNIST8M 6-vs-8 PMD reaches about 98.8% test accuracy, comparable to SVI and better than the "
      "other sampling methods.",
-     ["table_logistic.md", "figure2.png", "curves_logistic.png", "cost_logistic.md", "cost_logistic.png"]),
+     ["table_logistic.md", "figure2.png", "curves_logistic.png", "cost_logistic.md", "cost_logistic.png",
+      "profiles_logistic.md", "profiles_logistic.png"]),
     ("posteriordb", "posteriordb reference posteriors (not in the paper)",
      "Not in the paper: a test of the claim that PMD is a black-box method (Table 1) on 12 posteriors with "
      "reference draws.",
-     ["table_posteriordb.md", "posteriordb.png", "cost_posteriordb.md", "cost_posteriordb.png"]),
+     ["table_posteriordb.md", "posteriordb.png", "cost_posteriordb.md", "cost_posteriordb.png", "profiles_posteriordb.md",
+      "profiles_posteriordb.png"]),
     ("custom", "Your own models (not in the paper)",
      "Not in the paper: every method on the PyMC models named in the config's custom.models, scored as on "
      "posteriordb against reference draws (the model file's, else NUTS behind the convergence gate).",
-     ["table_custom.md", "custom.png", "cost_custom.md", "cost_custom.png"]),
+     ["table_custom.md", "custom.png", "cost_custom.md", "cost_custom.png", "profiles_custom.md", "profiles_custom.png"]),
     ("sparse_gp", "Sparse Gaussian processes (section 6, Figure 2(2), Figure 4; F.1, H.3)",
      "Section 6: on YearPredictionMSD PMD has the best RMSE (0.027), significantly better than one-pass SMC and "
      "SVI; Figure 4: PMD's predictive approaches the truth within 80 iterations.",
      ["table_sparse_gp.md", "curves_sparse_gp.png", "figure4.png", "cost_sparse_gp.md",
-      "cost_sparse_gp.png"]),
+      "cost_sparse_gp.png", "profiles_sparse_gp.md", "profiles_sparse_gp.png"]),
     ("lda", "Latent Dirichlet allocation (section 6, Figure 2(3), Figure 5; F.2, H.4)",
      "Section 6: PMD with one particle reaches the best held-out perplexity on Wikipedia, significantly better "
      "than SGRLD and SVI; SMC does well early.",
-     ["table_lda.md", "curves_lda.png", "figure5.png", "table_lda_grid.md", "cost_lda.md", "cost_lda.png"]),
+     ["table_lda.md", "curves_lda.png", "figure5.png", "table_lda_grid.md", "cost_lda.md", "cost_lda.png",
+      "profiles_lda.md", "profiles_lda.png"]),
 ]
 
 CSS = """
@@ -138,7 +142,10 @@ TITLES = {"table1": "Table 1", "rate": "Theorem 5's rate, measured", "table_mixt
           "figure4": "Figure 4: the posterior's mean and spread", "table_lda": "Accuracy of each method",
           "curves_lda": "Held-out perplexity against documents seen", "figure5": "Figure 5: topics",
           "table_lda_grid": "The step-size grid", "cost_lda": "Cost to the accuracy criterion",
-          "cost_sparse_gp": "Cost to the accuracy criterion"}
+          "cost_sparse_gp": "Cost to the accuracy criterion",
+          # the profiles' figures (reports/profiles.py; their Markdown has its own heading)
+          **{f"profiles_{key}": "Data and performance profiles, with bootstrap bands"
+             for key in ("mixture", "logistic", "posteriordb", "custom", "sparse_gp", "lda")}}
 
 
 def artifact_title(path: Path) -> str:

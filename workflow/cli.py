@@ -42,6 +42,8 @@ The Snakemake rules call these verbs; they work the same by hand::
     pmd-bench report cost --experiment mixture --data results/mixture/data.npz \
         --runs results/mixture/runs/*/seed*.npz --out results/figures/cost_mixture.md \
         --figure results/figures/cost_mixture.png
+    pmd-bench report profile --experiment mixture --data results/mixture/data.npz \
+        --runs results/mixture/runs/*/seed*.npz --out results/figures/profiles_mixture.png
     pmd-bench --config workflow/config/ci.yaml regress --only mixture/pmd rate
 """
 
@@ -163,22 +165,23 @@ def _parser() -> argparse.ArgumentParser:
     p = verb("report", help="render a figure or table from result files")
     p.add_argument("what", choices=["figure1", "figure2", "table-logistic", "posteriordb", "custom", "figure4",
                                      "sparse-gp", "lda", "figure5", "lda-grid", "cost", "tuning", "leaderboard",
-                                     "digest"])
+                                     "digest", "profile"])
     p.add_argument("--data", nargs="+", help="the experiment's data file (figure1), reference (logistic) or floor "
-                                             "files (posteriordb, custom); cost: the data file holding the floor "
-                                             "(mixture)")
+                                             "files (posteriordb, custom); cost, leaderboard, profile: the data file "
+                                             "holding the floor (mixture)")
     p.add_argument("--runs", nargs="+", help="run files .../<method>/seed<k>.npz (every report but tuning)")
     p.add_argument("--tuning", dest="tuning_results", nargs="+",
                    help="tuning: the experiment's `pmd-bench tune` results .../<method>.json")
-    p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it) or table (.md)")
+    p.add_argument("--out", required=True, help="figure (.png; a .json summary goes beside it; profile: a .json and "
+                                                "a .md too) or table (.md)")
     p.add_argument("--figure", help="the heat map (.png) beside the table (posteriordb, custom); the figure (.png) of the table "
                                     "(table-logistic, sparse-gp, lda: the curves against data visited; cost)")
     p.add_argument("--sparse-gp-data", nargs="+", help="figure2: the sparse-GP truth files (its panel is left out "
                                                        "without them and --sparse-gp-runs)")
     p.add_argument("--sparse-gp-runs", nargs="+", help="figure2: the sparse-GP run files")
     p.add_argument("--lda-runs", nargs="+", help="figure2: the LDA run files (its panel is left out without them)")
-    p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost, tuning, leaderboard: the experiment whose "
-                                                                        "runs or tuning results are shown")
+    p.add_argument("--experiment", choices=sorted(EXPERIMENTS), help="cost, tuning, leaderboard, profile: the "
+                                                                        "experiment whose runs or tuning results are shown")
     p.add_argument("--source", help="digest: where the results come from, in words (config, commit)")
 
     p = verb("table1", help="measure Table 1 (section 5) on the conjugate model, or render it")
@@ -648,6 +651,14 @@ def main(argv: list[str] | None = None) -> int:
             if not args.experiment:
                 raise ValueError("report leaderboard needs --experiment")
             leaderboard.render(args.experiment, args.runs, args.out, args.data[0] if args.data else None)
+        elif args.verb == "report" and args.what == "profile":
+            from pmd_bench.reports import profiles
+
+            if not args.experiment:
+                raise ValueError("report profile needs --experiment")
+            if args.data and len(args.data) != 1:
+                raise ValueError(f"report profile takes at most one --data file, got {len(args.data)}")
+            profiles.render(args.experiment, args.runs, args.out, args.data[0] if args.data else None)
         elif args.verb == "report" and args.what == "cost":
             from pmd_bench.reports import cost
 

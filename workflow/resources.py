@@ -101,6 +101,8 @@ ANCHORS: dict[str, Anchor] = {
     "cost_report": Anchor(15, FIGURE_MB, source="7.2 s, 471 MB: `report cost` on the 43 archived paper-sgp msd runs "
                           "(2026-11-26); then `report leaderboard` on the same runs, as long again at most"),
     "leaderboard": Anchor(5, FIGURE_MB, source="as tuning_report: JSON files to one Markdown table, no figure"),
+    "profile_report": Anchor(4, FIGURE_MB, source="3.4 s, 511 MB: `report profile` on the 266 archived equal-cost "
+                             "posteriordb runs, 1,000 bootstrap resamples (2026-12-06)"),
     "tuning_report": Anchor(8, FIGURE_MB, source="as cost_report: JSON files to one Markdown table, no figure"),
     "tune": Anchor(180, RUN_MB, source="not yet measured at a config's size: (grid points × tuning seeds) runs "
                    "of one method, charged as one run of the slowest ci-config job, 3 min"),

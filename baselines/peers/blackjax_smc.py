@@ -78,6 +78,14 @@ MAX_START_ROUNDS = 100  # rounds of m prior draws that may fill the tempered sta
 MAX_BATCH_STAGES = 100  # tempering stages one batch may take (DataTemperedSMC); the last takes the rest
 
 
+def rows_read(evals: Array, num_particles: int) -> Array:
+    """The data rows a step read, from its likelihood terms: ``evals / m``, every particle
+    evaluated on the same rows together (the convention of the runner's ``visited``: one read of
+    a row serves all ``m`` particles). A stage that weighs all ``N`` rows twice and moves with
+    ``Σ L`` leapfrog gradients over the particles reads ``N·(2 + (m + Σ L)/m)`` rows, not ``N``."""
+    return jnp.round(evals / num_particles).astype(jnp.int32)
+
+
 class _HMCMoves(FullDataStep):
     """The checks both samplers share and the tuned HMC move (module docstring)."""
 
@@ -160,8 +168,9 @@ class TemperedSMC(_HMCMoves):
     stage's work. A stage whose weights still go non-finite is recorded (``diverged_at``) and
     ``posterior`` raises ``FloatingPointError`` naming it: NaN weights are not a posterior.
 
-    One ``step`` is one stage; it reads all ``N`` data points, so the data set is passed as
-    ``data=``, the runner's mini-batch is only checked, and ``info["visited"] = N``. Once
+    One ``step`` is one stage; it reads all ``N`` data points again and again (two weighings, each
+    leapfrog step), so the data set is passed as ``data=``, the runner's mini-batch is only
+    checked, and ``info["visited"]`` is the rows the stage read (:func:`rows_read`). Once
     ``λ = 1`` further steps change nothing and report ``visited = 0``. The posterior is the
     weighted particles (BlackJAX keeps normalised linear weights; they are logged here).
 
@@ -263,12 +272,13 @@ class TemperedSMC(_HMCMoves):
         grads = self._move_work(info.update_info)
         stages = state.stages + 1
         diverged_at = first_nonfinite(state.diverged_at, stages, sampler.weights)
+        evals = state.start_evals + 2.0 * self.data_size * self.num_particles + grads
         return TemperingState(sampler, step_size, jnp.zeros_like(state.start_evals), stages, diverged_at), {
-            "visited": jnp.asarray(self.data_size, jnp.int32),
+            "visited": rows_read(evals, self.num_particles),
             "temperature": sampler.tempering_param,
             "acceptance": acceptance,
             "ess": effective_sample_size(jnp.log(sampler.weights)),
-            **work(state.start_evals + 2.0 * self.data_size * self.num_particles + grads, grads),
+            **work(evals, grads),
         }
 
     def _finished(self, key: Array, state: TemperingState) -> tuple[TemperingState, dict]:
@@ -345,7 +355,8 @@ class DataTemperedSMC(_HMCMoves):
 
     The moves target the posterior of ALL data seen so far (and the batch at its exponent), which
     is why the method takes ``data=``. One pass: once all ``N`` rows have joined, steps change
-    nothing and report ``info["visited"] = 0``, as :class:`baselines.OnePassSMC` does. The
+    nothing and report ``info["visited"] = 0``, as :class:`baselines.OnePassSMC` does; until then a
+    step's ``visited`` is the rows its batch and its stages' moves read (:func:`rows_read`). The
     posterior is the weighted particles. ``info``: ``ess`` the ESS the batch's whole likelihood
     would leave on the cloud it arrived at (the IBIS criterion), ``moves`` the stage moves,
     ``resampled`` whether there was one, ``acceptance`` their mean acceptance rate.
@@ -503,7 +514,7 @@ class DataTemperedSMC(_HMCMoves):
         _, particles, log_w, _, _, step_size, _, moves, accepted, evals, grads = jax.lax.while_loop(
             lambda c: c[4] < 1.0, stage, carry)
         new = DataTemperingState(particles, log_w, state.order, state.seen + fresh, step_size)
-        info = {"visited": fresh, "ess": effective_sample_size(state.log_weights + loglik),
+        info = {"visited": rows_read(evals, self.num_particles), "ess": effective_sample_size(state.log_weights + loglik),
                 "moves": moves, "resampled": moves > 0,
                 "acceptance": jnp.where(moves > 0, accepted / jnp.maximum(moves, 1), jnp.nan),
                 **work(evals, grads)}

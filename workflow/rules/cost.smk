@@ -5,8 +5,11 @@ COST_TARGETS = [f"{RESULTS}/figures/cost_{name}.{suffix}" for name in COST_INPUT
 # the leaderboards (reports/leaderboard.py): one per experiment from the same runs, and their digest
 LEADERBOARDS = [f"{RESULTS}/figures/leaderboard_{name}.json" for name in COST_INPUTS]
 LEADERBOARD = f"{RESULTS}/figures/leaderboard.md"
+# the data and performance profiles with bootstrap bands (reports/profiles.py): one figure, JSON and
+# Markdown per experiment, from the same runs and floor
+PROFILES = [f"{RESULTS}/figures/profiles_{name}.{suffix}" for name in COST_INPUTS for suffix in ("png", "json", "md")]
 
-ALL_TARGETS.extend(COST_TARGETS + [LEADERBOARD])
+ALL_TARGETS.extend(COST_TARGETS + PROFILES + [LEADERBOARD])
 
 
 rule cost_report:
@@ -30,6 +33,27 @@ rule cost_report:
         "(" + PMD_BENCH + " report cost --experiment {wildcards.experiment} {params.data} --runs {input.runs}"
         + " --out {output.table} --figure {output.figure} && " + PMD_BENCH + " report leaderboard"
         + " --experiment {wildcards.experiment} {params.data} --runs {input.runs} --out {output.board}) > {log} 2>&1"
+
+
+rule profile_report:
+    input:
+        unpack(lambda wildcards: COST_INPUTS[wildcards.experiment]),
+    output:
+        figure=f"{RESULTS}/figures/profiles_{{experiment}}.png",
+        summary=f"{RESULTS}/figures/profiles_{{experiment}}.json",
+        text=f"{RESULTS}/figures/profiles_{{experiment}}.md",
+    wildcard_constraints:
+        experiment="|".join(COST_INPUTS) or "(?!)",
+    log:
+        f"{RESULTS}/logs/profiles_{{experiment}}.log",
+    threads: 1
+    resources:
+        **job_resources("profile_report", config),
+    params:
+        data=lambda wildcards, input: f"--data {input.data}" if "data" in input.keys() else "",
+    shell:
+        PMD_BENCH + " report profile --experiment {wildcards.experiment} {params.data} --runs {input.runs}"
+        " --out {output.figure} > {log} 2>&1"
 
 
 rule leaderboard:
