@@ -122,15 +122,30 @@ def render(experiment: str, run_files: list[str | Path], out: str | Path, data: 
     return result
 
 
+def _against(board: Path) -> str:
+    """PMD's verdicts against the other methods from the experiment's profiles beside its board
+    (``profiles_<experiment>.json``, :mod:`reports.profiles`): how many it is ahead of, behind and
+    not separated from where their 90% bands do or do not separate; "—" without profiles."""
+    path = board.with_name(board.name.replace("leaderboard_", "profiles_"))
+    if not path.exists():
+        return "—"
+    pairs = json.loads(path.read_text())["verdicts"]["pairs"]
+    count = {v: sum(w == v for w in pairs.values()) for v in ("ahead", "behind", "not separated")}
+    return f"ahead of {count['ahead']}, behind {count['behind']}, not separated from {count['not separated']}"
+
+
 def digest(boards: list[str | Path], out: str | Path, source: str) -> str:
     """The digest of the experiments' leaderboards (their ``.json``): per experiment, the first
-    row and PMD's with its place; ``source`` says which config and commit the results are from."""
+    row and PMD's with its place, PMD's verdicts from the profiles' bands (:func:`_against`) and the
+    commits the run files were made at; ``source`` says which config the results are from."""
     lines = ["# The answer in brief", "",
              f"{source}. Per experiment: the method that reaches its criterion on the most cells at the least "
              "median work, and PMD's default; reached: cells (targets × seeds) of all; work and seconds: "
-             "median over the cells reached.", "",
-             "| experiment | first | reached | work | seconds | PMD's place | PMD reached | PMD work | PMD seconds |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "median over the cells reached; the order is the leaderboard's, while \"PMD against the others\" "
+             "counts only where the profiles' 90% bands of the share reached separate (at the largest work budget).",
+             "", "| experiment | first | reached | work | seconds | PMD's place | PMD reached | PMD work | PMD seconds "
+             "| PMD against the others (bands) | run files' commit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for path in boards:
         result = json.loads(Path(path).read_text())
         first = result["rows"][0]
@@ -142,7 +157,8 @@ def digest(boards: list[str | Path], out: str | Path, source: str) -> str:
             f"| {TITLES.get(result['experiment'], result['experiment'])} | {name} | "
             f"{first['reached']}/{first['cells']} | {_num(first['work'])} | {_num(first['seconds'])} | "
             + (f"{place} of {len(result['rows'])} | {pmd['reached']}/{pmd['cells']} | {_num(pmd['work'])} | "
-               f"{_num(pmd['seconds'])} |" if pmd else "— | — | — | — |"))
+               f"{_num(pmd['seconds'])} |" if pmd else "— | — | — | — |")
+            + f" {_against(Path(path))} | {', '.join(f'`{c}`' for c in result.get('commits', [])) or '—'} |")
     text = "\n".join(lines) + "\n"
     with atomic_path(out) as tmp:
         tmp.write_text(text)

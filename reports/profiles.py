@@ -354,7 +354,7 @@ def sentences(found: dict[str, dict[str, Profile | None]], judged: dict, cells_o
     out = [f"At the largest {BUDGET_WORDS[judged['panel']]} ({_num(judged['budget'])}, above every cell's cost: "
            f"the share of cells reached at all), PMD (`{ours}`, {reached_of[ours]}/{cells_of[ours]} cells reached, "
            f"share {_band(p)}) is **ahead** of {names(by['ahead'])}; **behind** {names(by['behind'])}; "
-           f"**not separated** from {names(by['not separated'])} ({LEVEL:.0%} bootstrap bands; a method is ahead only "
+           f"**not separated** from {names(by['not separated'])} ({LEVEL:.0%} bands; a method is ahead only "
            "where its lower band is above the other's upper band)."]
     for name, seps in judged["separations"].items():
         said: dict[tuple[str, str], list[str]] = {}  # (word, the budgets) -> the methods, in order
@@ -372,9 +372,9 @@ def sentences(found: dict[str, dict[str, Profile | None]], judged: dict, cells_o
         most = max(cells_of.values())
         out.append(f"Few cells: {targets} target{'s' if targets != 1 else ''} and "
                    f"{few if few == most else f'{few} to {most}'} cell{'s' if most != 1 else ''} per method. A band "
-                   "resamples these cells only: wide where a method's seeds disagree, and of zero width where they "
-                   "all agree (each reached by the budget, or none), however few they are; a separation from so few "
-                   "cells says what these seeds showed, not that more seeds would show it.")
+                   "is the wider of a bootstrap of these cells and the Wilson interval of the share over them: with "
+                   "so few cells it is wide even where every seed agrees, and two methods are seldom separated; "
+                   "more seeds narrow it.")
     return out
 
 
@@ -467,8 +467,9 @@ def markdown(experiment: str, found: dict[str, dict[str, Profile | None]], resul
              "which the criterion holds to the run's end. Data profile (Moré & Wild 2009): the share of a method's "
              "cells reached within a budget; performance profile (Dolan & Moré 2002): within τ times the target's "
              "best work (the lowest of any method's any seed). Bands: "
-             f"{result['level']:.0%} percentile bootstrap, {result['resamples']:,} resamples of the targets and, "
-             "within each, of each method's seeds.", "", *(s + "\n" for s in result["text"]),
+             f"{result['level']:.0%}, the wider of a percentile bootstrap ({result['resamples']:,} resamples of the "
+             "targets and, within each, of each method's seeds) and the Wilson interval of the share over the "
+             "method's cells.", "", *(s + "\n" for s in result["text"]),
              "| method | cells reached | share reached at the largest budget (band) | share at the target's best "
              "work, ρ(1) (band) |", "|---|---|---|---|"]
     for m, c in result["cells"].items():

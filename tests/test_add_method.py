@@ -68,8 +68,9 @@ def test_labels_targets_and_the_config_check(tmp_path):
     assert add_method.targets(cfg, ["custom", "mixture"], str(tmp_path)) == [
         f"{tmp_path}/custom/robust_regression/table.md", f"{tmp_path}/custom/robust_regression/cost.md",
         f"{tmp_path}/figures/cost_custom.md", f"{tmp_path}/figures/leaderboard_custom.md",
+        f"{tmp_path}/figures/profiles_custom.png",
         f"{tmp_path}/figures/table_mixture.md", f"{tmp_path}/figures/cost_mixture.md",
-        f"{tmp_path}/figures/leaderboard_mixture.md"]
+        f"{tmp_path}/figures/leaderboard_mixture.md", f"{tmp_path}/figures/profiles_mixture.png"]
     made = tmp_path / "config.yaml"
     made.write_text(yaml.safe_dump(config_mod.with_defaults(cfg)))
     add_method.check_same_config(made, cfg, {}, "default")
@@ -94,10 +95,12 @@ def test_a_method_from_outside_the_project_joins_the_defaults_leaderboards(tmp_p
     out = capfd.readouterr()
     jobs = _jobs(out.out + out.err)
     cfg = config_mod.load()
-    runs = cfg["mixture"]["seeds"] + cfg["logistic"]["seeds"] + cfg["custom"]["seeds"]
-    assert sum(n for rule, n in jobs.items() if rule.endswith("_run")) == runs, jobs
-    assert set(jobs) <= {"mixture_run", "logistic_run", "custom_run", "mixture_figures", "logistic_figures",
-                         "cost_report", "custom_model_report"}, jobs
+    # a job per seed, or one per method where the config runs its seeds in one job
+    runs = sum(1 if config_mod.seeds_in_one_job(cfg[e]) else cfg[e]["seeds"] for e in ("mixture", "logistic", "custom"))
+    assert sum(n for rule, n in jobs.items() if "_run" in rule) == runs, jobs
+    assert set(jobs) <= {"mixture_run", "logistic_run", "mixture_run_batched", "logistic_run_batched", "custom_run",
+                         "mixture_figures", "logistic_figures", "cost_report", "profile_report",
+                         "custom_model_report"}, jobs
     assert (results / "default" / "mixture" / "runs" / "mine" / "seed0.npz").is_file()
     for table in ("figures/cost_mixture.md", "custom/robust_regression/cost.md", "figures/table_mixture.md",
                   "figures/leaderboard_mixture.md", "figures/leaderboard_custom.md"):
@@ -120,16 +123,18 @@ def test_the_committed_default_results_are_of_the_default_config_as_it_stands():
 
 @pytest.mark.workflow
 def test_a_restored_campaign_renders_its_tables_without_running_a_method(tmp_path, monkeypatch):
-    """`pmd-bench archive restore default/`, then the Snakemake target of its leaderboards: the
-    restored runs count as done (one mtime, the resolved config restored and the tracking store
-    made by the restore), so only the table jobs are scheduled; no touch, no --forcerun."""
+    """`pmd-bench archive restore default/`, then the Snakemake target of its leaderboards' digest
+    (docs/results.md's two commands): the restored runs count as done (one mtime, the resolved config
+    restored and the tracking store made by the restore), so only the table jobs are scheduled: each
+    experiment's cost table and leaderboard, its profiles, and the digest; no touch, no --forcerun."""
     from pmd_bench.workflow import archive, cli
 
     monkeypatch.setattr(archive, "RESULTS", tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
     assert cli.main(["archive", "restore", "default/"]) == 0
     assert (tmp_path / "default" / ".tracking-store").is_file()
-    boards = [str(tmp_path / "default" / "figures" / f"leaderboard_{e}.md") for e in ("mixture", "logistic", "custom")]
     jobs = _jobs(_snakemake("-n", "--configfile", str(ROOT / "workflow" / "config" / "default.yaml"),
-                            "--config", f"results_dir={tmp_path / 'default'}", "--", *boards))
-    assert jobs == {"cost_report": 3}, jobs
+                            "--config", f"results_dir={tmp_path / 'default'}", "--",
+                            str(tmp_path / "default" / "figures" / "leaderboard.md")))
+    experiments = len(config_mod.EXPERIMENT_TARGETS) - 1  # every experiment of the default but posteriordb
+    assert jobs == {"cost_report": experiments, "profile_report": experiments, "leaderboard": 1}, jobs

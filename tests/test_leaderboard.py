@@ -69,3 +69,17 @@ def test_seconds_leave_compilation_out(tmp_path):
              _run(tmp_path, "a", 1, [2, 2, 0.5, 0.5])]
     row = leaderboard.board("logistic", files)["rows"][0]
     assert row["seconds"] == 2.0 and row["seconds_iqr"] == [2.0, 2.0]
+
+
+def test_the_digest_reads_the_profiles_verdicts_and_the_commits(tmp_path):
+    """The first screen's digest says, beside the leaderboard's order, where PMD's bands separate
+    from the others' (the profiles' verdicts), and which commit made the run files."""
+    files = [_run(tmp_path, m, s, score) for s in (0, 1) for m, score in
+             (("pmd", [2, 0.5, 0.5, 0.5]), ("svi", [2, 2, 2, 2]), ("sgld", [2, 2, 0.5, 0.5]))]
+    leaderboard.render("logistic", files, tmp_path / "leaderboard_logistic.md")
+    board = tmp_path / "leaderboard_logistic.json"
+    assert "| — | `0123456789` |" in leaderboard.digest([board], tmp_path / "d.md", "From here")  # no profiles yet
+    (tmp_path / "profiles_logistic.json").write_text(json.dumps(
+        {"verdicts": {"pairs": {"svi": "ahead", "sgld": "not separated"}}}))
+    text = leaderboard.digest([board], tmp_path / "d.md", "From here")
+    assert "| ahead of 1, behind 0, not separated from 1 | `0123456789` |" in text

@@ -59,7 +59,8 @@ def experiments_for(cls: type, cfg: dict) -> list[str]:
 
 
 def targets(cfg: dict, experiments: list[str], results: str) -> list[str]:
-    """The tables (accuracy and cost to threshold) of ``experiments`` under ``results``."""
+    """The tables (accuracy and cost to threshold), leaderboards and profiles of ``experiments`` under
+    ``results``."""
     out = []
     for name in experiments:
         if name == "custom":
@@ -67,7 +68,8 @@ def targets(cfg: dict, experiments: list[str], results: str) -> list[str]:
                 out += [f"{results}/custom/{model}/table.md", f"{results}/custom/{model}/cost.md"]
         else:
             out.append(f"{results}/figures/table_{name}.md")
-        out += [f"{results}/figures/cost_{name}.md", f"{results}/figures/leaderboard_{name}.md"]
+        out += [f"{results}/figures/cost_{name}.md", f"{results}/figures/leaderboard_{name}.md",
+                f"{results}/figures/profiles_{name}.png"]
     return out
 
 

@@ -219,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
                                                              "come from the snapshot (docs/sources.json)")
     p.add_argument("--example", action="store_true", help="run README.md's example first and render its output")
 
-    p = verb("archive", help="keep finished run files in git (archive/) across sessions, or restore them")
+    p = verb("archive", help="keep finished run files in git (archive/, SHA-256 manifest), or restore them into results/")
     p.add_argument("action", choices=["save", "restore", "verify"])
     p.add_argument("paths", nargs="*", help="save: result files under results/; restore, verify: a path prefix "
                                             "below results/ (default: everything)")

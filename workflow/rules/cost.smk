@@ -1,6 +1,8 @@
 # The equal-cost view (reports/cost.py): per experiment whose rule file registered its
 # inputs in COST_INPUTS (the run files its own report reads, and the floor's data file where the
 # criterion needs it), the cost-to-threshold table and figure. Included after the experiments.
+import os
+
 COST_TARGETS = [f"{RESULTS}/figures/cost_{name}.{suffix}" for name in COST_INPUTS for suffix in ("md", "png")]
 # the leaderboards (reports/leaderboard.py): one per experiment from the same runs, and their digest
 LEADERBOARDS = [f"{RESULTS}/figures/leaderboard_{name}.json" for name in COST_INPUTS]
@@ -58,7 +60,8 @@ rule profile_report:
 
 rule leaderboard:
     input:
-        LEADERBOARDS,
+        boards=LEADERBOARDS,
+        profiles=[f"{RESULTS}/figures/profiles_{name}.json" for name in COST_INPUTS],  # read beside each board
     output:
         LEADERBOARD,
     log:
@@ -67,6 +70,9 @@ rule leaderboard:
     resources:
         **job_resources("leaderboard", config),
     params:
-        source=lambda wildcards: shlex.quote(f"From `{RESULTS}`"),
+        source=lambda wildcards: shlex.quote(
+            f"From the results in `{RESULTS}/` (config: "
+            + (", ".join(f"`{os.path.relpath(path)}`" for path in workflow.configfiles) or "the embedded default")
+            + "; the commit of each experiment's run files is in the last column)"),
     shell:
-        PMD_BENCH + " report digest --data {input} --source {params.source} --out {output} > {log} 2>&1"
+        PMD_BENCH + " report digest --data {input.boards} --source {params.source} --out {output} > {log} 2>&1"
