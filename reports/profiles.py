@@ -381,7 +381,9 @@ def sentences(found: dict[str, dict[str, Profile | None]], judged: dict, cells_o
 def draw(experiment: str, found: dict[str, dict[str, Profile | None]], labels: dict[str, str]):
     """The three panels (module docstring): each method's profile as a step curve in its colour with
     its shaded band (PMD's default drawn on top, its band darker); the legend (``labels[method]``)
-    outside, right of the panels."""
+    outside, right of the panels. A method that reached no cell has no band drawn: its band is the
+    same for all such methods (0 up to the Wilson bound of 0 of n), and stacked they hid the others';
+    the caption gives that bound."""
     methods = list(labels)
     styles = panel_styles(methods)
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4.6 * len(PANELS), 4.0), squeeze=False)
@@ -395,8 +397,9 @@ def draw(experiment: str, found: dict[str, dict[str, Profile | None]], labels: d
                 continue
             plot_line(ax, p.grid, p.share, styles[m], every=0.1, label=labels[m], drawstyle="steps-post", lw=1.4,
                       zorder=3 if m == PMD_LABEL else 2)  # PMD's default on top of the others
-            ax.fill_between(p.grid, p.lower, p.upper, step="post", color=styles[m].color, lw=0,
-                            alpha=0.2 if m == PMD_LABEL else alpha)
+            if p.share[-1] > 0:
+                ax.fill_between(p.grid, p.lower, p.upper, step="post", color=styles[m].color, lw=0,
+                                alpha=0.2 if m == PMD_LABEL else alpha)
         ax.set(xscale="log", ylim=(-0.03, 1.03), title=PANEL_TITLES[name])
         ax.set_xlabel(AXIS_WORDS[name], fontsize=8)
         ax.set_ylabel(textwrap.fill(Y_WORDS[name], 34), fontsize=8)
@@ -414,8 +417,11 @@ def draw(experiment: str, found: dict[str, dict[str, Profile | None]], labels: d
             axes[0].plot([], [], color=styles[m].color, label=labels[m])
     legend_outside(fig, axes)
     criterion = THRESHOLDS[experiment]
+    never = [p for p in (found.get("work", {}).get(m) for m in methods) if p is not None and p.share[-1] == 0]
+    bound = f"; a method that reached no cell: band 0 to {max(p.upper[-1] for p in never):.2f}, not drawn" if never else ""
     fig.suptitle(f"{EXPERIMENT_WORDS.get(experiment, experiment)}: share of cells (targets × seeds) reaching "
-                 f"\"{criterion.wording}\"; shaded: {LEVEL:.0%} bootstrap band over targets and seeds", fontsize=9)
+                 f"\"{criterion.wording}\"\nshaded: {LEVEL:.0%} band (bootstrap over targets and seeds, at least the "
+                 f"Wilson interval of the share){bound}", fontsize=9)
     fig.tight_layout()
     return fig
 
