@@ -70,3 +70,16 @@ def posteriordb_settings(tmp_path_factory) -> Settings:
     if missing:
         pytest.skip(f"offline mirror {value} lacks {len(missing)} posteriordb files, e.g. {missing[0]}")
     return Settings(data_dir=tmp_path_factory.mktemp("data"), mirror=Path(value))
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the reports close, kept open to be inspected (closed after the test)."""
+    import matplotlib.pyplot as plt
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    yield figures
+    monkeypatch.undo()
+    for fig in figures:
+        plt.close(fig)

@@ -10,7 +10,6 @@ import itertools
 import json
 import re
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
@@ -21,17 +20,6 @@ from pmd_bench.workflow.results import save_npz
 VISITED = np.array([0, 100, 1000, 10000])
 RAW_KEY = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")  # a result file's key: tv_sharp, wall_time, log_std_ratio_max
 MATH = re.compile(r"\$[^$]*\$")  # mathtext ($E[\theta_1]$) is not a key
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """The figures the reports close, kept open to be inspected (closed after the test)."""
-    figures = []
-    monkeypatch.setattr(plt, "close", figures.append)
-    yield figures
-    monkeypatch.undo()
-    for fig in figures:
-        plt.close(fig)
 
 
 def write_runs(root, methods, metrics, meta=None, seeds=2, visited=VISITED) -> list[str]:

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import matplotlib.image
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import yaml
@@ -129,17 +128,6 @@ FIGURE1_LABELS = ["pmd", "pmd_stream", "pmd_paper", "sgld", "smc", "svi", "gibbs
                   "svgd", "opvi", "blackjax_svgd", "pmd_tuned", "my_method"]  # ten colours used to cycle
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """The figures the reports close (kept open to be inspected, closed after the test)."""
-    figures = []
-    monkeypatch.setattr(plt, "close", figures.append)
-    yield figures
-    monkeypatch.undo()
-    for fig in figures:
-        plt.close(fig)
-
-
 def outside_legend(fig, out: Path):
     """The figure's one legend, checked: its handles pairwise distinct, its box clear of every
     panel, no panel with a legend of its own, and the saved file wide enough to hold it."""
@@ -155,7 +143,7 @@ def outside_legend(fig, out: Path):
 
 
 @pytest.mark.slow
-def test_figure1_legend_tells_every_method_apart_and_covers_no_panel(tmp_path, shown):
+def test_figure1_legend_tells_every_method_apart_and_covers_no_panel(tmp_path, drawn):
     size = (21, 27)
     grid = np.stack(np.meshgrid(np.linspace(-2, 2, size[0]), np.linspace(-3, 3, size[1]), indexing="ij"), -1)
     log_prob = -0.5 * (grid ** 2).sum(-1).ravel()
@@ -170,13 +158,13 @@ def test_figure1_legend_tells_every_method_apart_and_covers_no_panel(tmp_path, s
         save_npz(runs[-1], {"visited": np.array([0, 10, 100, 1000]), "final_log_density": log_prob,
                             **{f"curve/{m}": curve for m in ("tv", "ce", "tv_sharp", "ce_sharp")}}, {"method": label})
     figure1.render(tmp_path / "data.npz", runs, tmp_path / "figure1.png")
-    legend = outside_legend(shown[0], tmp_path / "figure1.png")
+    legend = outside_legend(drawn[0], tmp_path / "figure1.png")
     assert [t.get_text() for t in legend.get_texts()] == [*FIGURE1_LABELS, "exact draws"]
     assert ([(h.get_color(), h.get_linestyle(), h.get_marker()) for h in legend.legend_handles[:-1]]
             == [triple(styles.style(label)) for label in FIGURE1_LABELS])
 
 
-def test_table1_and_rate_figures_draw_methods_in_their_looks_outside_the_panels(tmp_path, shown):
+def test_table1_and_rate_figures_draw_methods_in_their_looks_outside_the_panels(tmp_path, drawn):
     rate = {"particles": [100, 1000], "rmse": [0.1, 0.03], "seeds": 4, "slope": -0.52, "slope_se": 0.0}
     cost = {axis: {"rows": [{"particles": 100, "dim": 2, "seconds": 0.1, "peak_bytes": 10.0},
                             {"particles": 1000, "dim": 8, "seconds": 0.5, "peak_bytes": 90.0}]}
@@ -185,12 +173,12 @@ def test_table1_and_rate_figures_draw_methods_in_their_looks_outside_the_panels(
             {"row": "PMD (KDE)", "method": "pmd", "kde": True, "measured_cost": cost},
             {"row": "SGLD", "method": "sgld", "kde": False, "measured_rate": rate, "measured_cost": cost}]
     table1.figure({"rows": rows}, tmp_path / "table1.png")
-    legend = outside_legend(shown[0], tmp_path / "table1.png")
+    legend = outside_legend(drawn[0], tmp_path / "table1.png")
     kde = legend.legend_handles[[t.get_text() for t in legend.get_texts()].index("PMD (KDE)")]
     assert (kde.get_color(), kde.get_linestyle(), kde.get_marker()) == triple(styles.style("pmd_kde"))
     (tmp_path / "rate.json").write_text(json.dumps(rate))
     rate_report.render(tmp_path / "rate.json", tmp_path / "rate.png")
-    assert outside_legend(shown[1], tmp_path / "rate.png").legend_handles[0].get_color() == styles.style("pmd").color
+    assert outside_legend(drawn[1], tmp_path / "rate.png").legend_handles[0].get_color() == styles.style("pmd").color
 
 
 def test_a_curve_with_no_finite_point_is_left_out_and_the_figure_still_saves(tmp_path):
