@@ -68,9 +68,9 @@ def test_labels_targets_and_the_config_check(tmp_path):
     assert add_method.targets(cfg, ["custom", "mixture"], str(tmp_path)) == [
         f"{tmp_path}/custom/robust_regression/table.md", f"{tmp_path}/custom/robust_regression/cost.md",
         f"{tmp_path}/figures/cost_custom.md", f"{tmp_path}/figures/leaderboard_custom.md",
-        f"{tmp_path}/figures/profiles_custom.png",
+        f"{tmp_path}/figures/profiles_custom.md",
         f"{tmp_path}/figures/table_mixture.md", f"{tmp_path}/figures/cost_mixture.md",
-        f"{tmp_path}/figures/leaderboard_mixture.md", f"{tmp_path}/figures/profiles_mixture.png"]
+        f"{tmp_path}/figures/leaderboard_mixture.md", f"{tmp_path}/figures/profiles_mixture.md"]
     made = tmp_path / "config.yaml"
     made.write_text(yaml.safe_dump(config_mod.with_defaults(cfg)))
     add_method.check_same_config(made, cfg, {}, "default")

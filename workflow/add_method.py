@@ -69,7 +69,7 @@ def targets(cfg: dict, experiments: list[str], results: str) -> list[str]:
         else:
             out.append(f"{results}/figures/table_{name}.md")
         out += [f"{results}/figures/cost_{name}.md", f"{results}/figures/leaderboard_{name}.md",
-                f"{results}/figures/profiles_{name}.png"]
+                f"{results}/figures/profiles_{name}.md"]
     return out
 
 
