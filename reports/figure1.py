@@ -161,7 +161,7 @@ def particle_claims(summary: dict, exact_mass: float) -> list[str]:
     if "opvi" in methods and "svgd" in methods:
         a, b = methods["opvi"]["tv_sharp"], methods["svgd"]["tv_sharp"]
         se = math.hypot(a["se"], b["se"])  # the difference's standard error (independent seeds)
-        word = ("not judged (one seed each: no spread)" if math.isnan(se) else "agrees" if b["mean"] - a["mean"] > 2 * se
+        word = ("not judged (no spread over the seeds)" if math.isnan(se) else "agrees" if b["mean"] - a["mean"] > 2 * se
                 else "reversed" if a["mean"] - b["mean"] > 2 * se else "within the seeds' spread")
         out.append(f"\nPaper 002 (a growing batch beats a constant one at equal data): TV (LOO KDE) `opvi` "
                    f"{a['mean']:.3g} ± {a['se']:.2g} against `svgd` {b['mean']:.3g} ± {b['se']:.2g} (mean ± standard "

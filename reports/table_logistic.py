@@ -80,7 +80,7 @@ def claims(reference_path: str | Path, run_files: list[str | Path]) -> list[str]
         a, b = final("opvi", "test_loglik"), final("svgd", "test_loglik")
         diff, se = mean_difference(a, b)
         verdict = ("agrees" if diff > 2 * se else "reversed" if -diff > 2 * se else "within the seeds' spread"
-                   ) if se > 0 else "not judged (one seed each: no spread)"
+                   ) if se > 0 else "not judged (no spread over the seeds)"
         out.append(f"Paper 002 (a growing batch beats a constant one at equal data): test log-lik `opvi` "
                    f"{mean_pm(a, '.4f')} against `svgd` {mean_pm(b, '.4f')}, worst |mean error| "
                    f"{mean_pm(final('opvi', 'mean_error_max'), '.2f')} against {mean_pm(final('svgd', 'mean_error_max'), '.2f')} "

@@ -129,8 +129,11 @@ def test_a_restored_campaign_renders_its_tables_without_running_a_method(tmp_pat
     experiment's cost table and leaderboard, its profiles, and the digest; no touch, no --forcerun."""
     from pmd_bench.workflow import archive, cli
 
+    from pmd_bench.datasets.settings import MIRROR_ENV
+
     monkeypatch.setattr(archive, "RESULTS", tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    monkeypatch.delenv(MIRROR_ENV, raising=False)  # the campaign ran without the mirror: no posteriordb stage
     assert cli.main(["archive", "restore", "default/"]) == 0
     assert (tmp_path / "default" / ".tracking-store").is_file()
     jobs = _jobs(_snakemake("-n", "--configfile", str(ROOT / "workflow" / "config" / "default.yaml"),
