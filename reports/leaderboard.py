@@ -33,7 +33,7 @@ import numpy as np
 
 from .cost import EXPERIMENT_WORDS as TITLES
 from .cost import PMD_LABEL, THRESHOLDS, cost_to_threshold
-from .resultfiles import atomic_path, runs_by_group, runs_by_method
+from .resultfiles import atomic_path, commits, runs_by_group, runs_by_method
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -76,10 +76,9 @@ def board(experiment: str, run_files: list[str | Path], data: str | Path | None 
                      "final_score": float(np.median(c["final"]))})
     rows.sort(key=lambda r: (-r["reached"] / r["cells"], r["work"] if not math.isnan(r["work"]) else math.inf,
                              r["final_score"]))
-    commits = sorted({str(meta.get("commit", "not recorded"))[:10] for runs in groups.values()
-                      for rs in runs.values() for _, meta in rs})
+    made_at = commits(meta for runs in groups.values() for rs in runs.values() for _, meta in rs)
     return {"experiment": experiment, "criterion": criterion.wording, "targets": len(groups), "rows": rows,
-            "charged": charged, "commits": commits}
+            "charged": charged, "commits": made_at}
 
 
 def _num(value: float, digits: str = ".3g") -> str:

@@ -80,7 +80,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .cost import EXPERIMENT_WORDS, PMD_LABEL, THRESHOLDS, cost_to_threshold  # noqa: E402
-from .resultfiles import atomic_path, runs_by_group, runs_by_method  # noqa: E402
+from .resultfiles import atomic_path, commits, load_npz, runs_by_group, runs_by_method  # noqa: E402
 from .styles import legend_outside, log_ticks, panel_styles, plot_line, save  # noqa: E402
 
 RESAMPLES = 1000
@@ -452,7 +452,7 @@ def render(experiment: str, run_files: list[str | Path], out: str | Path, data: 
         "panels": {name: {"grid": next((p.grid.tolist() for p in by.values() if p is not None), []),
                           "methods": {m: (p.to_json() if p is not None else None) for m, p in by.items()}}
                    for name, by in found.items()},
-        "verdicts": judged, "text": text}
+        "verdicts": judged, "text": text, "commits": commits(load_npz(f)[1] for f in run_files)}
     out = Path(out)
     labels = {m: f"{m} ({reached_of[m]}/{cells_of[m]})" for m in methods}
     save(draw(experiment, found, labels), out)
@@ -483,4 +483,6 @@ def markdown(experiment: str, found: dict[str, dict[str, Profile | None]], resul
         perf = found["performance"].get(m)
         lines.append(f"| {m} | {c['reached']}/{c['cells']} | {_band(main) if main else 'not counted'} | "
                      f"{_band(perf, 0) if perf else 'not counted'} |")
+    if result.get("commits"):
+        lines += ["", "Run files made at commit " + ", ".join(f"`{c}`" for c in result["commits"]) + "."]
     return "\n".join(lines) + "\n"

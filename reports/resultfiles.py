@@ -57,6 +57,12 @@ def curve_stats(runs: list[tuple[dict, dict]], metric: str) -> tuple[np.ndarray,
     return runs[0][0]["visited"][:n], values.mean(axis=0), values.std(axis=0)
 
 
+def commits(metas) -> list[str]:
+    """The commits (first ten characters) the run files of ``metas`` were made at, sorted; "not
+    recorded" for a file written before run files recorded it."""
+    return sorted({str(meta["commit"])[:10] if "commit" in meta else "not recorded" for meta in metas})
+
+
 def mean_se(values) -> tuple[float, float]:
     """The mean of independent seeds' values and its standard error ``s / √n`` (``s`` with
     ``ddof = 1``, the unbiased variance; NaN for one seed: one value says nothing of the spread)."""

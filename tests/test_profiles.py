@@ -124,6 +124,7 @@ def test_render_writes_the_figure_json_and_generated_verdicts(tmp_path):
     assert "**ahead** of `svi` (0/4)" in text and "**not separated** from `sgld` (2/4)" in text
     assert "**behind** no method" in text and "Few cells: 2 targets and 4 cells per method" in text
     assert "| pmd | 4/4 | 1.00 (0.60-1.00) |" in text  # 4 of 4: the Wilson interval's width
+    assert text.rstrip().endswith("Run files made at commit `not recorded`.")  # these files predate the record
 
 
 def test_the_figure_has_one_legend_entry_per_method_and_labelled_axes(tmp_path):
