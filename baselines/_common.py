@@ -252,7 +252,7 @@ class Laplace:
     mode: Array
     precision: Array
     chol: Array
-    work: tuple[float, float]  # (evals, grad_evals) it took (pmd.runner.WORK): L-BFGS with its line search, the Hessian
+    work: dict  # the counts it took (pmd.work.WORK): L-BFGS's values and gradients with its line search, the Hessian's products
 
     @property
     def conditional_sd(self) -> Array:
@@ -283,10 +283,10 @@ def laplace_approximation(model: Model, data: Any, max_steps: int = 500) -> Lapl
     """
     data_size = model.check_batch(data)
     log_joint = minibatch_log_joint(model, data_size)  # N · mean_n = Σ_n on the whole data set
-    calls, failed = np.zeros(2), []
+    calls, failed = np.zeros(3), []
     for draws in _MEDIAN_DRAWS:
         mode, precision, grad_calls, value_calls = _laplace(model, log_joint, data, max_steps, draws)
-        calls += (float(grad_calls), float(value_calls))
+        calls += (float(grad_calls), float(value_calls), float(model.dim))
         chol_prec = jnp.linalg.cholesky(precision)
         if bool(jnp.all(jnp.isfinite(chol_prec))) and bool(jnp.all(jnp.isfinite(mode))):
             break
@@ -297,7 +297,8 @@ def laplace_approximation(model: Model, data: Any, max_steps: int = 500) -> Lapl
             f"negative definite (a saddle, or no mode) at " + " and at ".join(failed))
     eye = jnp.eye(model.dim, dtype=precision.dtype)
     cov = jax.scipy.linalg.cho_solve((chol_prec, True), eye)
-    reads = float(calls.sum()) * data_size, float(calls[0]) * data_size
+    reads = {"evals": float(calls[0] + calls[1]) * data_size, "grad_evals": float(calls[0]) * data_size,
+             "hvp_evals": float(calls[2]) * data_size}
     return Laplace(mode, precision, jnp.linalg.cholesky(0.5 * (cov + cov.T)), reads)
 
 
@@ -306,8 +307,8 @@ def _laplace(model: Model, log_joint, data: Any, max_steps: int, draws: int) -> 
     """The L-BFGS mode from the median of ``draws`` prior draws, ``-∇²`` there (the data an argument,
     never a constant of the program), and
     the full-data reads it took: ``(value-and-gradient calls, value-only calls)``, the line
-    search's included, then the Hessian's ``d`` forward-over-reverse passes counted as ``d``
-    value-and-gradient calls."""
+    search's included (the Hessian's ``d`` forward-over-reverse passes are ``d`` Hessian-vector
+    products over the data, counted by the caller)."""
     loss = lambda theta: -log_joint(theta, data)  # noqa: E731
     start = jnp.median(model.sample_prior(jax.random.key(0), draws), axis=0)
     solver = optax.lbfgs()
@@ -329,7 +330,7 @@ def _laplace(model: Model, log_joint, data: Any, max_steps: int, draws: int) -> 
     mode, _, _, count, calls = jax.lax.while_loop(more, body, init)
     grad = jax.grad(loss)
     hessian = jax.lax.map(lambda v: jax.jvp(grad, (mode,), (v,))[1], jnp.eye(model.dim, dtype=mode.dtype))
-    return mode, 0.5 * (hessian + hessian.T), calls + model.dim, count + 1
+    return mode, 0.5 * (hessian + hessian.T), calls, count + 1
 
 
 INITS = ("laplace", "prior")

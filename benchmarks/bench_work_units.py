@@ -1,12 +1,11 @@
 """The unit of work, measured: what each kind of operation the methods perform costs on this
 machine, as a multiple of one per-datum log-likelihood value.
 
-The harness counts work in likelihood terms (:data:`pmd.runner.WORK`: ``evals``, one datum's
-log-likelihood at one parameter value, and ``grad_evals``, its gradient, counted as a value plus a
-gradient). Methods also compute things those two counters do not name: a Hessian-vector product
-(NPV's and the Laplace start's Hessian columns, PMD's preconditioner), a Pólya-Gamma draw (PG
-Gibbs), a kernel pair (SVGD's RBF kernel and its gradient), a KDE kernel evaluation (PMD's
-kernel-density redraws and scoring). This benchmark times each, per item, on Bayesian logistic
+The harness counts work by kind (:data:`pmd.work.WORK`: ``evals``, one datum's log-likelihood at
+one parameter value, the unit; ``grad_evals``, its gradient; a Hessian-vector product (NPV's and
+the Laplace start's Hessian columns, PMD's preconditioner); a Pólya-Gamma draw and a row of the
+sweep's statistic (PG Gibbs); a kernel pair (SVGD's RBF kernel and its gradient); a KDE kernel
+evaluation (PMD's kernel-density redraws)) and charges each by :data:`pmd.work.UNITS`. This benchmark times each, per item, on Bayesian logistic
 regression (``d`` weights, ``B`` rows, ``m`` particles, float32, one XLA thread), and writes the
 ratio of each to the time of one per-datum log-likelihood value, measured in the same run:
 
@@ -18,12 +17,16 @@ ratio of each to the time of one per-datum log-likelihood value, measured in the
   reverse (``m·B`` items: one datum's contribution to a Hessian column at one particle);
 * ``polya_gamma``: one Pólya-Gamma ``PG(1, c)`` draw, the PG Gibbs sampler's truncated series
   (``m·B`` items);
+* ``gram_row``: one row's share of the PG Gibbs sweep's sufficient statistic ``XᵀΩX`` (a ``d × d``
+  outer product, weighted, over ``m·B`` rows as a sweep sums them; ``m·B`` items);
 * ``kernel_pair``: an RBF kernel value and its gradient for one pair of particles (``m²`` items);
 * ``kde_pair``: one Gaussian kernel's log-density of a point under one centre (``m²`` items).
 
 Each time is the median of ``--repeats`` calls after a warm-up (compilation) call
-(:func:`workflow.experiments.table1.median_seconds`), in two interleaved rounds whose ratios are
-both reported, so that the load of the machine shows in their agreement. Written to
+(:func:`workflow.experiments.table1.median_seconds`), in ``--rounds`` interleaved rounds whose ratios
+are all reported with their median, so that the load of the machine shows in their agreement. The
+medians at the defaults with ``--rounds 9 --repeats 30``, rounded, are the unit table every method is
+charged by (:data:`pmd.work.UNITS`). Written to
 ``results/benchmarks/work_units.json`` and ``.md`` (:func:`reports.benchmarks.write`, atomically)::
 
     python benchmarks/bench_work_units.py
@@ -48,7 +51,7 @@ from pmd_bench.reports import benchmarks as bench_report  # noqa: E402
 from pmd_bench.workflow.experiments.table1 import median_seconds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-OPERATIONS = ("value", "value_and_gradient", "hessian_vector", "polya_gamma", "kernel_pair", "kde_pair")
+OPERATIONS = ("value", "value_and_gradient", "hessian_vector", "polya_gamma", "gram_row", "kernel_pair", "kde_pair")
 
 
 def programs(dim: int, rows: int, particles: int, seed: int = 0) -> dict[str, tuple]:
@@ -77,6 +80,9 @@ def programs(dim: int, rows: int, particles: int, seed: int = 0) -> dict[str, tu
     def polya_gamma(key, c):
         return sample_polya_gamma(key, c)
 
+    def gram_row(data, omega):
+        return (data["x"] * omega[:, None]).T @ data["x"]
+
     def kernel_pair(thetas):
         def k(a, b):
             return jnp.exp(-jnp.sum((a - b) ** 2))
@@ -87,11 +93,13 @@ def programs(dim: int, rows: int, particles: int, seed: int = 0) -> dict[str, tu
         return gaussian_kernel_log_matrix(thetas, thetas, 0.3 * jnp.eye(dim, dtype=thetas.dtype))
 
     c = jnp.abs(jnp.asarray(rng.standard_normal(particles * rows), jnp.float32))
+    stacked = jax.tree_util.tree_map(lambda a: jnp.tile(a, (particles,) + (1,) * (a.ndim - 1)), data)  # m·B rows: a sweep's
     pairs, items = particles * particles, particles * rows
     return {"value": (jax.jit(value), (thetas, data), items),
             "value_and_gradient": (jax.jit(value_and_gradient), (thetas, data), items),
             "hessian_vector": (jax.jit(hessian_vector), (thetas, directions, data), items),
             "polya_gamma": (jax.jit(polya_gamma), (jax.random.key(seed), c), items),
+            "gram_row": (jax.jit(gram_row), (stacked, c), particles * rows),
             "kernel_pair": (jax.jit(kernel_pair), (thetas,), pairs),
             "kde_pair": (jax.jit(kde_pair), (thetas,), pairs)}
 
@@ -112,6 +120,7 @@ def measure(dim: int, rows: int, particles: int, repeats: int, rounds: int = 2) 
 
 WORDS = {"value": "a per-datum log-likelihood value", "value_and_gradient": "a value and its gradient",
          "hessian_vector": "a Hessian-vector product (a Hessian column)", "polya_gamma": "a Pólya-Gamma draw",
+         "gram_row": "a row of the Gibbs sweep's statistic XᵀΩX",
          "kernel_pair": "an RBF kernel pair and its gradient", "kde_pair": "a KDE kernel evaluation"}
 
 
@@ -122,11 +131,11 @@ def table(result: dict) -> str:
              f"float32, one XLA thread, on {s['device']}, {result['cpus']} CPUs, load average "
              f"{result['load_average']:.1f} at the end; median of {s['repeats']} calls after compilation, "
              f"{s['rounds']} interleaved rounds (`benchmarks/bench_work_units.py`).", "",
-             "| operation | ns per item (each round) | units: ratio to a value (each round) |", "|---|---|---|"]
+             "| operation | ns per item (each round) | ratio to a value (each round) | median ratio |", "|---|---|---|---|"]
     for name in OPERATIONS:
         ns = " / ".join(f"{1e9 * t:.3g}" for t in result["seconds_per_item"][name])
         ratio = " / ".join(f"{r:.3g}" for r in result["ratio_to_value"][name])
-        lines.append(f"| {WORDS[name]} | {ns} | {ratio} |")
+        lines.append(f"| {WORDS[name]} | {ns} | {ratio} | {np.median(result['ratio_to_value'][name]):.3g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -136,9 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--particles", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", default=str(ROOT / "results" / "benchmarks" / "work_units"))
     args = parser.parse_args(argv)
-    result = measure(args.dim, args.rows, args.particles, args.repeats)
+    result = measure(args.dim, args.rows, args.particles, args.repeats, args.rounds)
     out = Path(args.out).with_suffix(".json")
     bench_report.write(out, result, table)
     print(out.with_suffix(".md").read_text())

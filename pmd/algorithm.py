@@ -355,6 +355,11 @@ class PMD:
         uniform = jnp.where(jnp.arange(m) < count, 0.0, -jnp.inf).astype(new.dtype)
         return new, base, uniform
 
+    def _kde_pairs(self, kernel: Kernel) -> float:
+        """The kernel pairs one :meth:`_draw` evaluates (:data:`pmd.work.WORK`'s ``kde_pairs``):
+        ``q̃``'s log-density at its ``m`` draws sums every centre under every cluster's kernel."""
+        return float(self.num_particles * kernel.centres.shape[0] * kernel.chols.shape[0])
+
     def _mean_loglik(self, positions: Array, batch: Any) -> Array:
         return jnp.mean(self.model.batch_log_likelihood(positions, batch), axis=1)
 
@@ -436,7 +441,7 @@ class PMD:
 
         def segment(carry):
             (positions, log_w, base, kernel, visited, done, exponent, gamma_step, mala_step,
-             substeps, uncapped, redraws, moved, acceptance, read, moved_count, index, evals, grads) = carry
+             substeps, uncapped, redraws, moved, acceptance, read, moved_count, index, evals, grads, hvps, kdes) = carry
             streaming = visited < n
             pass_end = (visited // n + 1) * n
             end = jnp.minimum(valid, done + pass_end - visited)
@@ -450,6 +455,7 @@ class PMD:
             positions, log_w, base, kernel, sub, drawn = reweight(
                 k_segment, positions, log_w, base, kernel, mask, weight, streaming, gamma)
             evals = evals + ((1 + drawn) * size * m).astype(jnp.float32)  # the batch at m particles, then after each redraw
+            kdes = kdes + drawn * self._kde_pairs(kernel)
             exponent = jnp.where(streaming, after / n, (1.0 - gamma) * exponent + gamma).astype(dtype)
             if self.moves is not None:  # where the iterate is a posterior: pass ends, and first-pass points
                 partial = self.moves.due_in_first_pass(state.step + 1, after < n)
@@ -474,19 +480,22 @@ class PMD:
                 moved = moved | move
                 read = read + move * self.moves.reads_per_round(moves) * rows_target.astype(jnp.int32)
                 moved_count = moved_count + move * moves
-                move_evals, move_grads = self.moves.work(rows_target, m, self.model.dim, moves)
-                evals, grads = evals + jnp.where(move, move_evals, 0.0), grads + jnp.where(move, move_grads, 0.0)
+                counts = self.moves.work(rows_target, m, self.model.dim, moves)
+                evals, grads, hvps = (total + jnp.where(move, counts[name], 0.0)
+                                      for total, name in ((evals, "evals"), (grads, "grad_evals"), (hvps, "hvp_evals")))
             return (positions, log_w, base, kernel, after, end, exponent, gamma_step + gamma * (1.0 - gamma_step),
                     mala_step, substeps + sub, uncapped | (sub >= self.max_substeps), redraws + drawn, moved,
-                    acceptance, read, moved_count, index + 1, evals, grads)
+                    acceptance, read, moved_count, index + 1, evals, grads, hvps, kdes)
 
         carry = (state.positions, state.log_weights, state.base, state.kernel, state.seen,
                  jnp.asarray(0, jnp.int32), state.exponent, jnp.asarray(0.0, dtype), state.mala_step,
                  jnp.asarray(0), jnp.asarray(False), jnp.asarray(0), jnp.asarray(False),
                  jnp.asarray(jnp.nan, dtype), jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32), jnp.asarray(0),
-                 jnp.asarray(0.0, jnp.float32), jnp.asarray(0.0, jnp.float32))
+                 jnp.asarray(0.0, jnp.float32), jnp.asarray(0.0, jnp.float32), jnp.asarray(0.0, jnp.float32),
+                 jnp.asarray(0.0, jnp.float32))
         (positions, log_w, base, kernel, seen, _, exponent, gamma, mala_step, substeps, uncapped, redraws, moved,
-         acceptance, read, moved_count, _, evals, grads) = jax.lax.while_loop(lambda c: c[5] < valid, segment, carry)
+         acceptance, read, moved_count, _, evals, grads, hvps, kdes) = jax.lax.while_loop(lambda c: c[5] < valid,
+                                                                                          segment, carry)
         clock = (seen / size).astype(dtype)
         new = PMDState(
             positions=positions,
@@ -512,7 +521,7 @@ class PMD:
             "redraws": redraws,
             "substeps": substeps,
             "uncapped": uncapped,
-            **work(evals, grads),
+            **work(evals, grads, hvp_evals=hvps, kde_pairs=kdes),
         }
         if self.moves is not None:
             info.update(moved=moved, acceptance=acceptance, mala_moves=moved_count, visited=valid + read)
@@ -586,7 +595,9 @@ class PMD:
             "num_active": jnp.sum(active),
             "bandwidth": kernel_scale(new.kernel),
             "redraw": redraw,
-            **work(jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles),  # the batch at m particles
+            # the batch at m particles, and a redraw's KDE density at its draws
+            **work(jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles,
+                   kde_pairs=jnp.where(redraw & ~state.from_prior, self._kde_pairs(state.kernel), 0.0)),
         }
         return new, info
 

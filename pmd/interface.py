@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from .posterior import Posterior
+from .work import WORK
 
 Array = jax.Array
 PyTree = Any
@@ -100,14 +101,20 @@ class FullDataStep:
         return self._step(key, state, batch, step_data(self, data))
 
 
-def work(evals: Any, grad_evals: Any = 0) -> dict:
-    """A step's work as its ``info`` entries (``pmd.runner.WORK``): ``evals`` likelihood terms
-    evaluated (one datum's log-likelihood at one parameter value) and ``grad_evals`` gradients of
-    such terms, each a float32 scalar. Float32, not int32: one full-data step can pass 2³¹ terms
-    (an HMC stage on 1.6 million rows, 1000 particles and 10 moves of 100 leapfrog steps is
-    1.6·10¹² gradients); float32 holds every count up to 2²⁴ exactly and larger ones to a relative
-    6·10⁻⁸."""
-    return {"evals": jnp.asarray(evals, jnp.float32), "grad_evals": jnp.asarray(grad_evals, jnp.float32)}
+def work(evals: Any, grad_evals: Any = 0, **others: Any) -> dict:
+    """A step's work as its ``info`` entries (:data:`pmd.work.WORK`): ``evals`` likelihood terms
+    evaluated (one datum's log-likelihood at one parameter value), ``grad_evals`` gradients of such
+    terms, and any other count the step makes by its name (``hvp_evals``, ``pg_draws``,
+    ``gram_rows``, ``kernel_pairs``, ``kde_pairs``), each a float32 scalar; the runner charges them
+    by :data:`pmd.work.UNITS`. An unknown name raises ``KeyError`` naming it. Float32, not int32:
+    one full-data step can pass 2³¹ terms (an HMC stage on 1.6 million rows, 1000 particles and 10
+    moves of 100 leapfrog steps is 1.6·10¹² gradients); float32 holds every count up to 2²⁴ exactly
+    and larger ones to a relative 6·10⁻⁸."""
+    counts = {"evals": evals, "grad_evals": grad_evals, **others}
+    unknown = sorted(set(counts) - set(WORK))
+    if unknown:
+        raise KeyError(f"work counts {unknown} are not among pmd.work.WORK: {', '.join(WORK)}")
+    return {name: jnp.asarray(value, jnp.float32) for name, value in counts.items()}
 
 
 def require_positive_int(name: str, value: Any) -> int:

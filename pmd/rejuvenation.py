@@ -166,17 +166,17 @@ class MALAMoves:
         preconditions, and the value at every independence sweep's proposals."""
         return moves + 1 + (self.precondition == "hessian") + self.independence
 
-    def work(self, rows: Array, num_particles: int, dim: int, moves: Array) -> tuple[Array, Array]:
-        """``(evals, grad_evals)`` of one round of ``moves`` MALA moves over ``rows`` rows
-        (:data:`pmd.runner.WORK`): every particle's value and gradient at its start and at each
-        proposal, and with ``precondition="hessian"`` the Hessian at one point (``d``
-        forward-over-reverse passes: one read, ``d`` gradients per row), and each independence
-        sweep's value at ``m`` proposals."""
+    def work(self, rows: Array, num_particles: int, dim: int, moves: Array) -> dict[str, Array]:
+        """The counts of one round of ``moves`` MALA moves over ``rows`` rows
+        (:data:`pmd.work.WORK`): every particle's value and gradient at its start and at each
+        proposal (``evals``, ``grad_evals``), with ``precondition="hessian"`` the Hessian at one
+        point (``d`` forward-over-reverse passes: ``d`` Hessian-vector products per row,
+        ``hvp_evals``), and each independence sweep's value at ``m`` proposals (``evals``)."""
         rows = jnp.asarray(rows, jnp.float32)
         per_particle = rows * num_particles * (jnp.asarray(moves, jnp.float32) + 1)
         hessian = self.precondition == "hessian"
         independence = rows * num_particles * self.independence
-        return per_particle + hessian * rows + independence, per_particle + hessian * rows * dim
+        return {"evals": per_particle + independence, "grad_evals": per_particle, "hvp_evals": hessian * rows * dim}
 
     def due(self, done_before: Array, done_after: Array) -> Array:
         """Whether rows that took the whole passes done from ``done_before`` to ``done_after``

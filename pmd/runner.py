@@ -33,15 +33,9 @@ from tqdm import tqdm
 
 from .interface import ConfigError, InferenceMethod, require_positive_int, take_step
 from .posterior import Posterior
+from .work import WORK, as_counts, units
 
 Array = jax.Array
-
-
-WORK = ("evals", "grad_evals")
-"""A step's work, the cost measure that does not depend on the machine: ``evals`` likelihood terms
-evaluated (one datum's log-likelihood at one parameter value; ``B·m`` for a batch of ``B`` rows
-and ``m`` particles) and ``grad_evals`` gradients of such terms (each also an evaluation: a
-gradient step over ``B`` rows at ``m`` points counts ``B·m`` of each)."""
 
 
 class Logger(Protocol):
@@ -211,7 +205,8 @@ def run(
             (``step_seconds``, the curve ``wall_time``) and its compilation (``compile_seconds``,
             ``compile_time``) start there, so a run's seconds run from the method's construction,
             as its work runs from its ``start_work``.
-        max_work: a cap on the run's work (:data:`WORK` summed, the start's included): the run
+        max_work: a cap on the run's work (its counts charged by :data:`pmd.work.UNITS`, the
+            start's included): the run
             stops before the first step that would take it past the cap, and its last posterior
             is the run's (evaluated, the curves' last point). The steps past the cap are computed
             once to learn their work, then dropped from the state, the clocks and the counts: the
@@ -219,10 +214,12 @@ def run(
 
     A step may report in ``info["visited"]`` how many data points it really touched (Gibbs
     sampling scans all of them); otherwise a step visits ``batch_size`` points. A step reports its
-    work in ``info["evals"]`` and ``info["grad_evals"]`` (:data:`WORK`): the curves hold their
-    running totals, from the method's ``start_work`` (what building it cost, e.g. SVI's Laplace
-    start; default none), and the rows visited from its ``start_visited`` (the rows that start read;
-    default its ``start_work`` likelihood terms, since a start evaluates at one point at a time), so
+    work in ``info["evals"]``, ``info["grad_evals"]`` and any other count of :data:`pmd.work.WORK`
+    (:func:`pmd.interface.work`): the curves hold their running totals, and ``work``, their sum in
+    units (:func:`pmd.work.units`), from the method's ``start_work`` (what building it cost, e.g.
+    SVI's Laplace start, as counts or the pair ``(evals, grad_evals)``; default none), and the rows
+    visited from its ``start_visited`` (the rows that start read; default its ``start_work``
+    likelihood terms and Hessian-vector products, since a start evaluates at one point at a time), so
     that a run's work, reads and seconds (``start``) all count from the method's construction. A method whose steps report no ``evals`` is charged the likelihood terms
     of the rows it visited at its particles (``m·B`` a step, no gradients), and its curve
     ``work_charged`` is 1, so tables can say its work is the runner's charge, not its own count. A method whose
@@ -439,12 +436,12 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
     length = min(per_eval, num_full)  # every full-batch window's program length
     # a start's data reads (a Laplace fit's evaluations of the whole data set) are reads of the run:
     # its ``start_visited``, by default its likelihood terms (a start evaluates at one point at a time)
-    start_work = tuple(map(float, getattr(method, "start_work", (0.0, 0.0))))
-    start_reads = int(getattr(method, "start_visited", start_work[0]))
+    start_work = as_counts(getattr(method, "start_work", (0.0, 0.0)))
+    start_reads = int(getattr(method, "start_visited", start_work.get("evals", 0.0) + start_work.get("hvp_evals", 0.0)))
     visited, done, eval_seconds = [start_reads] * n, 0, [0.0] * n
     programs = compiled_programs(method, batched)  # argument signature -> compiled advance
     # a method that spent work before its first step (SVI's Laplace start) says so in start_work
-    work = [dict(zip(WORK, start_work)) for _ in plans]
+    work = [{name: start_work.get(name, 0.0) for name in WORK} for _ in plans]
     charged = [False] * len(plans)  # a method that reports no work is charged m·B a step (docstring)
     curves: list[dict[str, list]] = [{} for _ in plans]
     marks: list[list[int]] = [[] for _ in plans]
@@ -456,6 +453,7 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
                   if evaluate else {})
         values.update(extra)
         values.update(work[i])
+        values["work"] = float(units(work[i]))
         values["work_charged"] = float(charged[i])
         values["wall_time"] = step_seconds / n
         values["compile_time"] = compile_seconds / n
@@ -489,10 +487,10 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
         return state, jax.tree_util.tree_map(lambda x: np.asarray(x)[(*at, slice(0, b - a))], info), rows
 
     def step_work(mine: dict, a: int, b: int) -> np.ndarray:
-        """Each of steps ``a`` to ``b``'s work (:data:`WORK` summed; the runner's charge for a method
-        that reports none)."""
+        """Each of steps ``a`` to ``b``'s work in units (:func:`pmd.work.units`; the runner's charge
+        for a method that reports none)."""
         if "evals" in mine:
-            return sum(np.asarray(mine[name], np.float64) for name in WORK if name in mine)
+            return units({name: mine[name] for name in WORK if name in mine})
         rows = np.asarray(mine["visited"], np.float64) if "visited" in mine else np.asarray(
             valid[a:b] if a < num_full else [tail_rows], np.float64)
         return float(getattr(method, "num_particles", 1)) * rows
@@ -503,7 +501,7 @@ def _drive(method, data, keys: list[Array], *, batched: bool, batch_size: int, n
         before = (state, step_seconds, compile_seconds)
         state, info, rows = advance_window(state, done, done + k)
         if max_work is not None:  # the cap: the steps that fit in it, from the state before the window
-            spent = sum(work[0].values()) + np.cumsum(step_work(info, done, done + k))
+            spent = units(work[0]) + np.cumsum(step_work(info, done, done + k))
             keep = int(np.sum(spent <= max_work))
             if keep < k:
                 capped = True

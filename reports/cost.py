@@ -4,9 +4,10 @@ experiment's accuracy criterion, from result files, as a Markdown table and a fi
 Every run file holds its curves ``curve/<metric>`` at each evaluation and, at each, the cost spent
 so far in the measures of :data:`COSTS`: ``visited`` (data points read), ``wall_time`` (seconds of
 stepping, compilation included, evaluation excluded; in run files written since commit ``0a02ecf``,
-counted from before the method's init, whose compilation it then includes), ``work`` (``curve/evals`` +
-``curve/grad_evals``: likelihood-term evaluations plus their gradients, :data:`pmd.runner.WORK`;
-NaN for a method that does not count them, and for run files written before it was counted) and
+counted from before the method's init, whose compilation it then includes), ``work`` (the raw
+counts ``curve/evals``, ``curve/grad_evals`` and the others of :data:`pmd.work.WORK` that the run
+file holds, charged by :data:`pmd.work.UNITS`: units of one per-datum log-likelihood value; NaN for
+a method that does not count them, and for run files written before they were counted) and
 ``stepping`` (``wall_time`` less ``curve/compile_time``, the runner's compilation: NaN for run files
 written before 2026-11-27). A table and a figure show the measures some run counts.
 
@@ -52,7 +53,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pmd.runner import WORK  # noqa: E402
+from pmd.work import WORK, units  # noqa: E402
 
 from .posteriordb import GOAL  # noqa: E402
 from .resultfiles import atomic_path, load_npz, runs_by_group, runs_by_method  # noqa: E402
@@ -62,7 +63,8 @@ PMD_LABEL = "pmd"
 COSTS = {
     "visited": "data points visited",
     "wall_time": "stepping seconds (compilation included, evaluation excluded)",
-    "work": "likelihood-term evaluations + gradients (evals + grad_evals)",
+    "work": "work in units of one likelihood value (pmd.work.UNITS: values, gradients, Hessian-vector products, "
+            "Pólya-Gamma draws, kernel pairs)",
     "stepping": "stepping seconds without compilation (wall_time less compile_time)",
 }
 
@@ -182,7 +184,8 @@ def cost_curve(arrays: dict, cost: str) -> np.ndarray:
     if cost == "wall_time":
         return arrays.get("curve/wall_time", missing)
     if cost == "work":
-        return sum(arrays.get(f"curve/{name}", missing) for name in WORK)
+        counts = {name: arrays[f"curve/{name}"] for name in WORK if f"curve/{name}" in arrays}
+        return np.asarray(units(counts), float) if "evals" in counts else missing
     if cost == "stepping":
         return arrays.get("curve/wall_time", missing) - arrays.get("curve/compile_time", missing)
     raise ValueError(f"unknown cost measure {cost!r}: one of {', '.join(COSTS)}")
@@ -341,7 +344,7 @@ def _median_curve(runs: Runs, score: Callable[[dict], np.ndarray], cost: str) ->
 
 # the cost measures' words on a figure's x-axis (short: a panel is 4 inches wide)
 AXIS_WORDS = {"visited": "data points visited", "wall_time": "seconds (compilation included)",
-              "work": "likelihood terms + their gradients", "stepping": "seconds (compilation excluded)"}
+              "work": "work (units of one likelihood value)", "stepping": "seconds (compilation excluded)"}
 LABEL_WIDTH = 34  # characters per line of a y-axis label: three lines fit a panel's height
 
 

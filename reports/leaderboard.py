@@ -8,7 +8,7 @@ experiment's criterion, :data:`reports.cost.THRESHOLDS`, holds to the run's end)
 * **reached**: the cells (targets × seeds; a target is a posterior, a problem, or the experiment's
   one data set) whose run reached the criterion, of all;
 * **work** and **seconds to reach**: the median over the reached cells (with the interquartile
-  range) of the work (likelihood terms and their gradients, :data:`pmd.runner.WORK`) and of the
+  range) of the work (in units of one likelihood value, :func:`pmd.work.units`) and of the
   seconds spent by then, on one clock for every method: from the method's construction (a Laplace
   start included) to that evaluation, JAX's compilation excluded (the cost tables' ``stepping``).
   Compilation is paid once per program and process and read back from JAX's cache by later ones,

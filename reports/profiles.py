@@ -8,7 +8,7 @@ The standard benchmarking views of optimisation software, read on the equal-cost
   SIAM J. Optim. 20(1), 172-191): for a method, ``d(b)`` = the share of its cells whose cost to
   reach the criterion is at most the budget ``b``. A cell is one run: a target (the criterion's
   ``group``, a posterior or a problem, or the experiment's one data set) × one seed. Two panels: the
-  budget in work (likelihood terms and their gradients, :data:`pmd.runner.WORK`) and in seconds
+  budget in work (in units of one likelihood value, :func:`pmd.work.units`) and in seconds
   (the leaderboard's clock, :mod:`reports.leaderboard`: ``stepping``, from the method's
   construction, JAX's compilation excluded).
 * **Performance profile** (Dolan & Moré 2002, "Benchmarking optimization software with
@@ -94,7 +94,7 @@ MEASURES = {"work": "work", "seconds": "stepping"}
 PANELS = ("work", "seconds", "performance")
 PANEL_TITLES = {"work": "Data profile: work", "seconds": "Data profile: seconds",
                 "performance": "Performance profile: work against the best"}
-AXIS_WORDS = {"work": "work budget (likelihood terms + their gradients)",
+AXIS_WORDS = {"work": "work budget (units of one likelihood value)",
               "seconds": "seconds budget (from construction, compilation excluded)",
               "performance": "τ: multiple of the target's best work"}
 Y_WORDS = {"work": "share of cells (targets × seeds) reached within the budget",

@@ -11,7 +11,7 @@ experiment with one data set): its criterion, the grid's points with their mean 
 seeds (the chosen point in bold; a point whose runs failed shows its error), the chosen settings,
 whether the choice lies on the grid's edge (the first or last value of a setting with three or more
 values: the best may lie beyond the grid, so a wider grid could change it), and what the tuning cost
-(stepping seconds and likelihood work summed over every point and seed, :data:`pmd.runner.WORK`).
+(stepping seconds and work in units summed over every point and seed, :func:`pmd.work.units`).
 A result that was not tuned (a one-datum posterior under a held-out criterion, or a grid none of whose
 points ran to a finite score) shows its reason; its tuned run is the default.
 """
@@ -71,8 +71,8 @@ def on_edge(result: dict) -> list[str]:
 
 def row(target: str, method: str, result: dict, experiment: str) -> list[str]:
     """The table row of one tuning result of ``experiment`` (module docstring)."""
-    cost = f"{result['seconds']:.1f} s; " + (f"{result['evals'] + result['grad_evals']:.3g}"
-                                              if math.isfinite(result["evals"] + result["grad_evals"]) else "not counted")
+    spent = result.get("work", result["evals"] + result["grad_evals"])  # in units; before units: the two counts
+    cost = f"{result['seconds']:.1f} s; " + (f"{spent:.3g}" if math.isfinite(spent) else "not counted")
     if result.get("not_tuned"):
         return [target, method, result.get("criterion", "—"), f"not tuned: {result['not_tuned']}",
                 "the default's settings", "—", cost]
@@ -110,7 +110,7 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
         else:
             fractions.add(result["fraction"])
     header = ["target", "method", "criterion", "grid: mean criterion over the tuning seeds (chosen in bold)", "chosen",
-              "chosen on the grid's edge", "tuning cost: stepping s; work (evals + grad_evals)"]
+              "chosen on the grid's edge", "tuning cost: stepping s; work (units)"]
     held = (f"{CRITERIA[experiment]} ({' or '.join(f'{f:g}' for f in sorted(fractions))} of the rows or documents "
             "held out of the training data for validation)")
     own_text = "the ELBO on all the training data, which the method maximises"

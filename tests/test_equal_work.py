@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import yaml
 
+from pmd.work import UNITS
+from pmd_bench.reports.cost import cost_curve
 from pmd_bench.workflow import config as config_mod
 from pmd_bench.workflow import methods
 from pmd_bench.workflow.results import load_npz
@@ -41,6 +43,17 @@ def test_every_method_of_the_campaign_runs_under_one_work_cap():
     assert cfg["posteriordb"]["max_work_per_row"] > 0
 
 
+def test_the_cap_is_a_300_particle_gradient_methods_ten_times_standard_passes_in_units():
+    """The header's rule, in units (pmd.work.UNITS): a value and a gradient per particle and row,
+    300 particles, the campaign's passes (ten times standard's): a unit table measured again moves
+    the cap with it."""
+    cfg = merged()
+    for experiment in ("mixture", "logistic", "posteriordb"):
+        section = cfg[experiment]
+        per_row = (UNITS["evals"] + UNITS["grad_evals"]) * 300 * section["num_passes"]
+        assert section["max_work_per_row"] == pytest.approx(per_row), experiment
+
+
 def test_archived_equal_work_runs_end_within_the_cap():
     """Every archived run made under a cap (its parameters record ``max_work``) ends with its work,
     start and moves included, at most the cap."""
@@ -50,5 +63,5 @@ def test_archived_equal_work_runs_end_within_the_cap():
         pytest.skip(f"the archived campaign in {CAMPAIGN.relative_to(ROOT)} predates the work cap "
                     f"({len(files)} run files, none with max_work): rerun it (workflow/config/equal_cost.yaml)")
     for arrays, meta in capped:
-        work = float(np.asarray(arrays["curve/evals"])[-1] + np.asarray(arrays["curve/grad_evals"])[-1])
+        work = float(cost_curve(arrays, "work")[-1])
         assert work <= meta["params"]["max_work"], (meta["method"], meta.get("seed"), work)

@@ -66,6 +66,6 @@ def test_a_start_reads_the_data_on_the_run(data, tmp_path):
     out = tmp_path / "svi.npz"
     run_seeds(prep, [0], [out], f"sqlite:///{tmp_path / 'mlruns.db'}", "t")
     arrays, _ = load_npz(out)
-    start_reads = prep.method.start_work[0]
+    start_reads = prep.method.start_work["evals"] + prep.method.start_work["hvp_evals"]
     assert start_reads >= CFG["num_data"] and arrays["visited"][0] == start_reads
     assert arrays["visited"][-1] == start_reads + CFG["num_passes"] * CFG["num_data"]

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from pmd.work import UNITS
 from pmd_bench.reports import cost
 from pmd_bench.workflow import cli
 from pmd_bench.workflow.results import save_npz
@@ -14,12 +15,13 @@ VISITED = np.array([0, 10, 20, 30, 40])
 
 
 def run(curves: dict, wall=(0.0, 1.0, 2.0, 3.0, 4.0), evals=(0.0, 5.0, 10.0, 15.0, 20.0), grads=None):
-    """A run's arrays: ``curve/<metric>`` at VISITED, its wall time and work (None: not counted)."""
+    """A run's arrays: ``curve/<metric>`` at VISITED, its wall time and work (None: not counted; no
+    gradients unless ``grads``, so that its work in units is its ``evals``)."""
     arrays = {"visited": VISITED, "curve/wall_time": np.asarray(wall, float),
               **{f"curve/{k}": np.asarray(v, float) for k, v in curves.items()}}
     if evals is not None:
         arrays["curve/evals"] = np.asarray(evals, float)
-        arrays["curve/grad_evals"] = np.asarray(evals if grads is None else grads, float)
+        arrays["curve/grad_evals"] = np.asarray(np.zeros(len(evals)) if grads is None else grads, float)
     return arrays
 
 
@@ -36,7 +38,10 @@ def test_the_cost_is_read_where_the_threshold_is_met_for_good_without_interpolat
     assert visited.costs == (40.0, 30.0, math.inf, math.inf)
     assert visited.reached == 2 and math.isinf(visited.median)
     assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "wall_time")["pmd"].costs == (4.0, 3.0, math.inf, math.inf)
-    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "work")["pmd"].costs == (40.0, 30.0, math.inf, math.inf)
+    assert cost.cost_to_threshold(runs, tv, lambda r: 0.5, "work")["pmd"].costs == (20.0, 15.0, math.inf, math.inf)
+    gradients = {"pmd": [(run({"tv": [1.0, 0.6, 0.4, 0.7, 0.3]}, grads=(0.0, 5.0, 10.0, 15.0, 20.0)), {})]}
+    charged = 1 + UNITS["grad_evals"]  # a value and its gradient, in units (pmd.work.UNITS)
+    assert cost.cost_to_threshold(gradients, tv, lambda r: 0.5, "work")["pmd"].costs == pytest.approx((20.0 * charged,))
     kept = {"svi": [(run({"tv": [0.4] * 5}), {})]}  # met from the start: the cost of the first evaluation
     assert cost.cost_to_threshold(kept, tv, lambda r: 0.5, "visited")["svi"].costs == (0.0,)
 
@@ -125,8 +130,8 @@ def test_posteriordb_table_has_a_column_per_posterior_and_ranks_pmd(tmp_path):
     first = text[:text.index("The other costs")]  # the work table; the seconds' table follows
     rows = {line.split(" | ")[0].strip("| "): line for line in first.splitlines() if line.startswith("| ")}
     assert rows["method"].split(" | ")[2:] == ["a", "b |"]
-    assert rows["pmd"] == "| pmd | 1/2 | 10 (2/2) | — (1/2) |"  # work = evals + grads: 5 + 5 at visited 10
-    assert rows["svgd"] == "| svgd | 2/2 | 30 (2/2) | 30 (2/2) |"
+    assert rows["pmd"] == "| pmd | 1/2 | 5 (2/2) | — (1/2) |"  # work = evals: 5 at visited 10
+    assert rows["svgd"] == "| svgd | 2/2 | 15 (2/2) | 15 (2/2) |"
     assert "PMD (`pmd`) ranks **2 of 2**" in text and "behind `svgd`" in text
     assert (tmp_path / "cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -165,7 +170,7 @@ def test_sparse_gp_leaves_out_a_problem_without_test_rmse(tmp_path):
              + write_runs(tmp_path / "gp1d", {"pmd": [{"rmse_exact": [1.0] * 5}]}, {"problem": "gp1d"}))
     text = cost.render("sparse_gp", files, tmp_path / "cost.md", tmp_path / "cost.png")
     assert "Left out: problem `gp1d`" in text and "≤ 0.303." in text  # 1.01 × the best final, svi's 0.3
-    assert "| pmd | 1/1 | 20 (20) | 2 (2) | 20 (20) |" in text and "| svi | 1/1 | 40 (40) | 4 (4) | 40 (40) |" in text
+    assert "| pmd | 1/1 | 20 (20) | 2 (2) | 10 (10) |" in text and "| svi | 1/1 | 40 (40) | 4 (4) | 20 (20) |" in text
 
 
 def test_cli_report_cost_end_to_end_on_the_mixture(tmp_path, capsys):
@@ -180,7 +185,7 @@ def test_cli_report_cost_end_to_end_on_the_mixture(tmp_path, capsys):
     assert cli.main([*argv, "--data", str(data)]) == 0
     text = out.read_text()
     assert "TV (LOO KDE) ≤ 1.5 × the exact-draws floor's" in text and "≤ 0.3." in text
-    assert "| pmd | 2/2 | 20 (20, 20) | 2 (2, 2) | 20 (20, 20) |" in text
+    assert "| pmd | 2/2 | 20 (20, 20) | 2 (2, 2) | 10 (10, 10) |" in text
     assert "| gibbs | 2/2 | 40 (40, 40) | 4 (4, 4) | not counted (not counted, not counted) |" in text
     assert "main measure is data points visited" in text and "PMD (`pmd`) ranks **1 of 2**" in text
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

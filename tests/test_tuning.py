@@ -10,10 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from scipy import stats
 
 from baselines_helpers import Conjugate
 from pmd import ConfigError, GaussianPosterior, ParticlePosterior
+from pmd.work import units
 from pmd_bench.workflow import tuning
 
 
@@ -87,10 +89,11 @@ def test_a_point_is_built_once_and_its_start_counted_once():
     one = tuning.tune("svi", spec, conj.data, settings, grid, criterion, seeds=1, build=build)
     three = tuning.tune("svi", spec, conj.data, settings, grid, criterion, seeds=3, build=build)
     assert len(built) == 2 * len(grid["learning_rate"])  # one object per point, not one per seed
-    start = [w * len(grid["learning_rate"]) for w in built[0].start_work]
-    assert start[0] > 0 and start[1] > 0
-    for name, s in (("evals", start[0]), ("grad_evals", start[1])):
-        assert three[name] == pytest.approx(s + 3 * (one[name] - s), rel=1e-6)
+    start = {name: w * len(grid["learning_rate"]) for name, w in built[0].start_work.items()}
+    start["work"] = float(units(built[0].start_work)) * len(grid["learning_rate"])
+    assert start["evals"] > 0 and start["grad_evals"] > 0
+    for name in ("evals", "grad_evals", "work"):
+        assert three[name] == pytest.approx(start[name] + 3 * (one[name] - start[name]), rel=1e-6)
     assert [p["score"][0] for p in three["points"]] == [p["score"][0] for p in one["points"]]  # seed 0 alike
 
 

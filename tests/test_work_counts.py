@@ -1,6 +1,7 @@
-"""Every method's reported work (the cost on the plots' axis): the runner's curves ``evals`` and
-``grad_evals`` (:data:`pmd.runner.WORK`) against the count derived by hand from each method's
-settings and its module docstring's formula. Tiny problems, a few steps each.
+"""Every method's reported work (the cost on the plots' axis): the runner's curves of raw counts
+(``evals``, ``grad_evals`` and the others of :data:`pmd.work.WORK`) against the count derived by
+hand from each method's settings and its module docstring's formula, and the curve ``work``, their
+sum in units (:data:`pmd.work.UNITS`). Tiny problems, a few steps each.
 
 Where an inner loop adapts (NPV's line search, HMC's leapfrog steps, online VB's E-step), the exact
 count is not known from the settings: the test checks the formula's bounds, or ties the count to
@@ -30,6 +31,7 @@ from pmd.models import lda
 from pmd.models.logistic import BayesianLogisticRegression, labelled
 from pmd.models.mixture import WellingTehMixture
 from pmd.rejuvenation import DEFAULT_MOVES
+from pmd.work import UNITS, WORK
 from pmd.structured import StructuredPMDLDA
 from pmd.structured.sparse_gp import StructuredPMDGP
 from sparse_gp_helpers import problem
@@ -53,6 +55,14 @@ def per_step(result, passes: float) -> tuple[np.ndarray, np.ndarray]:
     return np.diff(evals), np.diff(grads)
 
 
+def counted(result, name: str) -> np.ndarray:
+    """Each step's raw count ``name`` (:data:`pmd.work.WORK`), after checking that the run's curve
+    ``work`` charges every count by its unit."""
+    charged = sum(UNITS[k] * np.asarray(result.curves[k], np.float64) for k in WORK)
+    np.testing.assert_allclose(result.curves["work"], charged, rtol=1e-12)
+    return np.diff(result.curves[name])
+
+
 def run(method, data, passes: float = 1.0, seed: int = 0):
     return pmd.run(method, data, jax.random.key(seed), batch_size=B, num_passes=passes, eval_every=B)
 
@@ -69,23 +79,27 @@ def test_one_pass_smc_counts_the_batch_at_every_particle_then_nothing():
 
 @pytest.mark.slow
 def test_npv_counts_every_line_search_call_on_all_rows():
-    """``N·calls·m·(1 + 2d)`` evaluations and gradients: the calls of the line search adapt, so the
-    count is tied to ``visited`` (``N·calls``) and bounded below by one call per iteration plus the
-    first iteration's own (from the prior start, which reads nothing before the first step)."""
+    """``N·calls·m`` evaluations and gradients and ``2d`` times as many Hessian-vector products (the
+    Hessian trace and its gradient): the calls of the line search adapt, so the count is tied to
+    ``visited`` (``N·calls``) and bounded below by one call per iteration plus the first
+    iteration's own (from the prior start, which reads nothing before the first step)."""
     m, d, iterations = 3, 2, 2
     result = run(NPV(CONJ.model, N, m, data=CONJ.data, iterations=iterations, init="prior"), CONJ.data)
     evals, grads = per_step(result, passes=1)
     np.testing.assert_array_equal(evals, grads)
-    np.testing.assert_array_equal(evals, result.info["visited"] * m * (1 + 2 * d))
-    assert evals[0] >= N * (iterations + 1) * m * (1 + 2 * d)
-    assert np.all(evals[1:] >= N * iterations * m * (1 + 2 * d))
+    np.testing.assert_array_equal(evals, result.info["visited"] * m)
+    np.testing.assert_array_equal(counted(result, "hvp_evals"), evals * 2 * d)
+    assert evals[0] >= N * (iterations + 1) * m
+    assert np.all(evals[1:] >= N * iterations * m)
 
 
 def test_stochastic_npv_counts_one_value_and_gradient_of_the_batch():
     m, d = 3, 2
-    evals, grads = per_step(run(StochasticNPV(CONJ.model, N, m, learning_rate=0.01), CONJ.data), passes=1)
-    np.testing.assert_array_equal(evals, B * m * (1 + 2 * d))
-    np.testing.assert_array_equal(grads, B * m * (1 + 2 * d))
+    result = run(StochasticNPV(CONJ.model, N, m, learning_rate=0.01), CONJ.data)
+    evals, grads = per_step(result, passes=1)
+    np.testing.assert_array_equal(evals, B * m)
+    np.testing.assert_array_equal(grads, B * m)
+    np.testing.assert_array_equal(counted(result, "hvp_evals"), B * m * 2 * d)  # a Hessian column is no value
 
 
 def test_jaakkola_jordan_svi_counts_each_datum_bound_once():
@@ -109,9 +123,13 @@ def test_gibbs_samplers_count_every_datum_of_every_sweep():
     z = np.random.default_rng(0).normal(size=(N, 1))
     data = labelled(z, np.where(z[:, 0] > 0, 1, -1))
     method = PolyaGammaGibbs(BayesianLogisticRegression(2, 1.0).model(), N, 2, data=data, burn_in=1, truncation=4)
-    evals, grads = per_step(run(method, data), passes=1)
+    result = run(method, data)
+    evals, grads = per_step(result, passes=1)
     np.testing.assert_array_equal(evals, N)
     np.testing.assert_array_equal(grads, 0)
+    # the Pólya-Gamma draws and the rows of XᵀΩX are counted (each costs about 100 and 16 values)
+    np.testing.assert_array_equal(counted(result, "pg_draws"), N)
+    np.testing.assert_array_equal(counted(result, "gram_rows"), N)
 
 
 def hmc_bounds(moves: np.ndarray, m: int, num_mcmc_steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -159,9 +177,12 @@ def test_data_tempered_smc_counts_new_rows_and_full_data_moves():
 def test_peer_svgd_and_numpyro_svi_count_one_gradient_per_particle_and_row():
     m = 4
     for method in (BlackJAXSVGD(CONJ.model, N, m), NumPyroSVI(CONJ.model, N, m)):
-        evals, grads = per_step(run(method, CONJ.data), passes=1)
+        result = run(method, CONJ.data)
+        evals, grads = per_step(result, passes=1)
         np.testing.assert_array_equal(evals, B * m)
         np.testing.assert_array_equal(grads, B * m)
+        # BlackJAX's SVGD evaluates its kernel and its gradient at every pair of particles each step
+        np.testing.assert_array_equal(counted(result, "kernel_pairs"), m * m if isinstance(method, BlackJAXSVGD) else 0)
 
 
 @pytest.mark.slow
@@ -235,7 +256,8 @@ def test_online_vb_rounds_stop_at_convergence(corpus):
 @pytest.mark.parametrize("name", ["sgld", "parallel_sgld", "npl", "svgd"])
 def test_gradient_methods_count_the_batch_at_every_point(name):
     """SGLD: the batch's gradient at its one state; parallel SGLD, NPL and SVGD at each of their
-    ``m`` points (SVGD's kernel terms are no likelihood terms): ``B`` or ``B·m`` of each, every step."""
+    ``m`` points: ``B`` or ``B·m`` of each, every step; SVGD's kernel terms are no likelihood terms,
+    but ``m²`` kernel pairs at every move."""
     from pmd_bench.baselines import SGLD, SVGD, ParallelSGLD, PosteriorBootstrap
 
     m = 3
@@ -243,10 +265,13 @@ def test_gradient_methods_count_the_batch_at_every_point(name):
               "parallel_sgld": lambda: ParallelSGLD(CONJ.model, N, num_particles=m, a=0.01),
               "npl": lambda: PosteriorBootstrap(CONJ.model, N, num_particles=m, learning_rate=0.05),
               "svgd": lambda: SVGD(CONJ.model, N, num_particles=m, step_size=0.01)}[name]()
-    evals, grads = per_step(run(method, CONJ.data), 1.0)
+    result = run(method, CONJ.data)
+    evals, grads = per_step(result, 1.0)
     points = 1 if name == "sgld" else m
     np.testing.assert_array_equal(evals, B * points)
     np.testing.assert_array_equal(grads, B * points)
+    pairs = np.asarray(result.info["moved"], float) * m * m if name == "svgd" else 0.0
+    np.testing.assert_array_equal(counted(result, "kernel_pairs"), pairs)
 
 
 @pytest.mark.slow
@@ -256,7 +281,8 @@ def test_laplace_starts_are_counted_once(name):
     NPL and SVGD at their defaults (step size None with ``data=``): ``B``, or ``B·m`` (``m = 2``). The Laplace start's
     L-BFGS and Hessian reads (``Laplace.work``, the method's ``start_work``) are in the totals from
     the first record, before any step (the start is already the posterior evaluated there), and are
-    whole passes over the data (at least the Hessian's ``d`` gradient reads and one value read)."""
+    whole passes over the data (the Hessian's ``d`` Hessian-vector products a try, and at least one
+    value and gradient read), read ones each (``visited``)."""
     from pmd_bench.baselines import SGLD, SVGD, SVI, ParallelSGLD, PosteriorBootstrap
 
     method, points = {"svi": lambda: (SVI(CONJ.model, N, num_particles=2, data=CONJ.data), 2),
@@ -265,12 +291,14 @@ def test_laplace_starts_are_counted_once(name):
                       "npl": lambda: (PosteriorBootstrap(CONJ.model, N, 2, data=CONJ.data), 2),
                       "svgd": lambda: (SVGD(CONJ.model, N, 2, data=CONJ.data), 2)}[name]()
     result = run(method, CONJ.data)
-    start_evals, start_grads = method.start_work
-    assert result.curves["evals"][0] == start_evals and result.curves["grad_evals"][0] == start_grads
+    start = method.start_work
+    assert {name: result.curves[name][0] for name in start} == start
     np.testing.assert_array_equal(np.diff(result.curves["evals"]), B * points)
     np.testing.assert_array_equal(np.diff(result.curves["grad_evals"]), B * points)
-    assert start_evals % N == 0 and start_grads % N == 0 and start_grads >= N * CONJ.model.dim
-    assert start_evals > start_grads
+    np.testing.assert_array_equal(counted(result, "hvp_evals"), 0)
+    assert start["hvp_evals"] == N * CONJ.model.dim  # the Hessian, once: the first try found the mode
+    assert start["evals"] % N == 0 and start["grad_evals"] % N == 0 and start["evals"] > start["grad_evals"] >= N
+    assert result.visited[0] == start["evals"] + start["hvp_evals"]
 
 
 @pytest.mark.slow
@@ -283,9 +311,15 @@ def test_pmd_counts_its_batches_redraws_and_moves(rejuvenate):
     (:meth:`pmd.rejuvenation.MALAMoves.work`), so its gradients are exactly the moves' and come only
     in steps that moved."""
     m = 8
-    evals, grads = per_step(run(pmd.PMD(CONJ.model, N, m, variant="paper"), CONJ.data), 1.0)
+    paper = run(pmd.PMD(CONJ.model, N, m, variant="paper", strategy="hybrid", kde_steps=2), CONJ.data)
+    evals, grads = per_step(paper, 1.0)
     np.testing.assert_array_equal(evals, B * m)
     np.testing.assert_array_equal(grads, 0)
+    # a redraw after the first step (which draws from the prior) draws from the KDE of one shared
+    # kernel and evaluates it at the m draws: m draws under m centres
+    from_kde = np.asarray(paper.info["redraw"], bool) & (np.arange(4) > 0)
+    assert from_kde[1:3].all()  # steps 2 and 3 (t ≤ kde_steps + 1) always do
+    np.testing.assert_array_equal(counted(paper, "kde_pairs"), from_kde * m * m)
     default = pmd.PMD(CONJ.model, N, m, data=CONJ.data, rejuvenate=rejuvenate)
     result = run(default, CONJ.data, 2.0)
     evals, grads = per_step(result, 2.0)
@@ -297,9 +331,13 @@ def test_pmd_counts_its_batches_redraws_and_moves(rejuvenate):
     np.testing.assert_array_equal(moves[moved], np.where(first_pass, int(default.moves.moves_in(True)),
                                                          default.moves.steps)[moved])
     move_rows = (np.asarray(result.info["visited"]) - B) / default.moves.reads_per_round(moves)
-    per_round = move_rows * m * (moves + 1) + (default.moves.precondition == "hessian") * move_rows
-    np.testing.assert_allclose(grads, np.where(moved, per_round + (default.moves.precondition == "hessian")
-                                               * move_rows * (CONJ.model.dim - 1), 0.0))
+    per_round = move_rows * m * (moves + 1)
+    np.testing.assert_allclose(grads, np.where(moved, per_round, 0.0))
+    # the preconditioner's Hessian: d Hessian-vector products a row, at one point
+    hessian = default.moves.precondition == "hessian"
+    np.testing.assert_allclose(counted(result, "hvp_evals"), np.where(moved, hessian * move_rows * CONJ.model.dim, 0.0))
     independence = move_rows * m * default.moves.independence  # values at the sweeps' proposals, no gradients
     np.testing.assert_allclose(evals, (1 + redraws) * B * m + np.where(moved, per_round + independence, 0.0))
+    clusters = result.state.kernel.chols.shape[0]
+    np.testing.assert_array_equal(counted(result, "kde_pairs"), redraws * m * m * clusters)
     assert moved.any() and not moved.all()

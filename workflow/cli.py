@@ -329,7 +329,7 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
         save_json(args.out, out)
         mlflow.log_params({f"chosen.{k}": v for k, v in out["chosen"].items()})
         mlflow.log_metrics({"tuning_seconds": out["seconds"], "tuning_evals": out["evals"],
-                            "tuning_grad_evals": out["grad_evals"],
+                            "tuning_grad_evals": out["grad_evals"], "tuning_work": out["work"],
                             **({"best_tuning_score": max(p["mean_score"] for p in out["points"])}
                                if not out.get("not_tuned") else {})})
         mlflow.log_artifact(str(args.out), artifact_path="tuning")

@@ -33,7 +33,8 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
   data that cannot be tuned; the grid's points and errors stay in the result.
 
 :func:`tune` returns the grid, every point's scores, the chosen point and what the tuning cost
-(stepping seconds and likelihood work, :data:`pmd.runner.WORK`, summed over all its runs), for the
+(stepping seconds, the raw counts ``evals`` and ``grad_evals``, and ``work`` in units,
+:func:`pmd.work.units`, summed over all its runs), for the
 tuned run's parameters and the tables' ``tuned`` row. A point's method is built once and run on
 every tuning seed, so its programs compile once (:func:`pmd.runner.compiled_programs`) and a start
 it computes when built (SVI's Laplace start, ``start_work``) is done and counted once. Each point's
@@ -55,6 +56,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from pmd import ConfigError, Model, own_draws, run
+from pmd.work import as_counts, units
 
 from . import methods
 
@@ -166,7 +168,7 @@ def not_tunable(data: Any) -> str | None:
 def not_tunable_result(grid: dict[str, list], params: dict, reason: str) -> dict:
     """:func:`tune`'s result for data that :func:`not_tunable` refuses: no point run, the method's
     own settings chosen (the tuned run is the default run), the reason kept."""
-    return {"grid": grid, "points": [], "chosen": {}, "seconds": 0.0, "evals": 0.0, "grad_evals": 0.0,
+    return {"grid": grid, "points": [], "chosen": {}, "seconds": 0.0, "evals": 0.0, "grad_evals": 0.0, "work": 0.0,
             "fraction": params["fraction"], "seeds": params["seeds"], "not_tuned": reason}
 
 
@@ -175,7 +177,7 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
     """Run the module docstring's protocol for method ``label`` (its config entry ``spec``) on the
     experiment's training ``data``, scored by ``criterion``, and return ``{"grid", "points":
     [{"point", "score": [per seed], "mean_score", "error"}], "chosen", "criterion", "seconds", "evals",
-    "grad_evals", "fraction", "seeds"}`` (``fraction`` None where the criterion holds no rows out), and
+    "grad_evals", "work", "fraction", "seeds"}`` (``fraction`` None where the criterion holds no rows out), and
     ``not_tuned`` (the reason; ``chosen`` empty) where no point scored a finite mean. ``settings`` are
     the runner's ``batch_size`` and ``num_passes``; ``build(spec, model, train, num_steps)`` makes the
     method (default :func:`workflow.methods.build`)."""
@@ -185,20 +187,24 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
     rows = int(jax.tree_util.tree_leaves(train)[0].shape[0])
     batch = min(settings["batch_size"], rows)
     num_steps = max(1, math.ceil(settings["num_passes"] * rows / batch))
-    points, seconds, evals, grads = [], 0.0, 0.0, 0.0
+    points, seconds, evals, grads, spent = [], 0.0, 0.0, 0.0, 0.0
     for point in grid_points(grid):
-        scores, error, method, start = [], None, None, (0.0, 0.0)
+        scores, error, method, start = [], None, None, {}
         for k in range(seeds):
             key = jax.random.key(TUNING_SEED + k)
             try:
                 if method is None:  # one object per point: its seeds share its compiled programs
                     method = build({**spec, **point}, model, train, num_steps)
-                    start = tuple(float(w) for w in getattr(method, "start_work", (0.0, 0.0)))
-                    evals, grads = evals + start[0], grads + start[1]  # its start, done once when built
+                    start = as_counts(getattr(method, "start_work", (0.0, 0.0)))
+                    # its start, done once when built
+                    evals, grads = evals + start.get("evals", 0.0), grads + start.get("grad_evals", 0.0)
+                    spent += float(units(start))
                 result = run(method, train, key, batch_size=batch, num_passes=settings["num_passes"])
                 seconds += result.step_seconds
-                evals += float(result.curves["evals"][-1]) - start[0]  # a run's curves begin at the start's work
-                grads += float(result.curves["grad_evals"][-1]) - start[1]
+                # a run's curves begin at the start's work
+                evals += float(result.curves["evals"][-1]) - start.get("evals", 0.0)
+                grads += float(result.curves["grad_evals"][-1]) - start.get("grad_evals", 0.0)
+                spent += float(result.curves["work"][-1]) - float(units(start))
                 scores.append(criterion.score(result, method, model, valid, jax.random.fold_in(key, 1)))
             except (ConfigError, FloatingPointError, ValueError) as err:  # a failed point scores -inf
                 error, scores = f"{type(err).__name__}: {err}", scores + [-math.inf]
@@ -206,7 +212,7 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
         points.append({"point": point, "score": scores, "mean_score": mean, "error": error})
     best = max(points, key=lambda p: p["mean_score"])
     out = {"grid": grid, "points": points, "chosen": best["point"], "criterion": criterion.name, "seconds": seconds,
-           "evals": evals, "grad_evals": grads, "fraction": fraction if criterion.held_out else None, "seeds": seeds}
+           "evals": evals, "grad_evals": grads, "work": spent, "fraction": fraction if criterion.held_out else None, "seeds": seeds}
     if not math.isfinite(best["mean_score"]):
         errors = [p["error"] for p in points if p["error"]]
         out.update(chosen={}, not_tuned=f"no grid point ran to a finite {criterion.name} on every tuning seed"

@@ -33,9 +33,10 @@ the runner's mini-batch, and reports ``info["visited"] = N`` (as :class:`baselin
 After ``burn_in`` sweeps every ``thin``-th sweep is retained; the posterior is the last
 ``num_particles`` retained samples, equally weighted.
 
-Work (:func:`pmd.interface.work`): step 1 evaluates every datum's likelihood term at ``w`` (its
-linear predictor ``x_nᵀw``, the tilt of ``ω_n``); step 2 uses the sufficient statistics
-``XᵀΩX, Xᵀκ`` and evaluates none: ``evals = N`` a sweep, ``grad_evals = 0``.
+Work (:func:`pmd.interface.work`, charged by :data:`pmd.work.UNITS`): step 1 evaluates every
+datum's likelihood term at ``w`` (its linear predictor ``x_nᵀw``, the tilt of ``ω_n``) and draws
+its ``ω_n``; step 2 sums the sufficient statistic ``XᵀΩX`` over the rows and evaluates no
+likelihood: ``evals = pg_draws = gram_rows = N`` a sweep, ``grad_evals = 0``.
 """
 
 from __future__ import annotations
@@ -162,4 +163,4 @@ class PolyaGammaGibbs(FullDataStep, RetainedChain):
         w = self.sample_weights(k_w, omega, data)
         keep = (t > self.burn_in) & ((t - self.burn_in) % self.thin == 0)
         new = PGGibbsState(w=w, buffer=state.buffer.retain(w, keep), step=t)
-        return new, {"visited": jnp.asarray(self.data_size, jnp.int32), "retained": keep, **work(predictor.shape[0])}
+        return new, {"visited": jnp.asarray(self.data_size, jnp.int32), "retained": keep, **work(predictor.shape[0], pg_draws=predictor.shape[0], gram_rows=predictor.shape[0])}

@@ -13,7 +13,8 @@ batches is what ``tests/test_baselines_svgd.py`` checks; the speed ratio is
 Work (:func:`pmd.interface.work`): a step takes the gradient of the mini-batch log joint at every
 particle, ``B·m`` gradients and evaluations. BlackJAX writes that gradient inside the double
 ``vmap`` over particle pairs, but it depends on one particle only, so ``vmap`` leaves it unbatched
-along the other axis: ``m`` gradients, not ``m²``.
+along the other axis: ``m`` gradients, not ``m²``. The kernel and its gradient at every pair are
+``m²`` ``kernel_pairs`` a step.
 """
 
 from __future__ import annotations
@@ -66,4 +67,4 @@ class BlackJAXSVGD:
     def _step_impl(self, key: Array, state: SVGDState, batch: Any) -> tuple[SVGDState, dict]:
         grads = jax.tree_util.tree_leaves(batch)[0].shape[0] * self.num_particles
         return self._svgd.step(state, batch=batch), {"length_scale": state.kernel_parameters["length_scale"],
-                                                     **work(grads, grads)}
+                                                     **work(grads, grads, kernel_pairs=self.num_particles ** 2)}

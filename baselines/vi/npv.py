@@ -23,12 +23,12 @@ translating the means and gains ``d log c`` when means and widths are scaled by 
 Gaussian posterior ``N(μ*, P⁻¹ I)`` every stationary point has mixture mean exactly ``μ*`` and
 mixture covariance of trace exactly ``d / P``.
 
-Work (``info["evals"]``, ``info["grad_evals"]``; :func:`pmd.interface.work`): one value and
-gradient of ``L2`` on ``R`` rows (:func:`l2_work`) evaluates ``f`` and its gradient at the ``m``
-means (``R·m`` gradients), the Hessian trace at the ``m`` means (``jax.hessian`` is forward over
-reverse: ``d`` gradients of each term, ``R·m·d``) and, for the gradient of that trace, reverse mode
-through those ``d`` passes (counted as ``d`` gradients more, ``R·m·d``): ``R·m·(1 + 2d)``
-gradients, each also an evaluation. :class:`StochasticNPV` makes one per step on the batch
+Work (``info["evals"]``, ``info["grad_evals"]``, ``info["hvp_evals"]``; :func:`pmd.interface.work`,
+charged by :data:`pmd.work.UNITS`): one value and gradient of ``L2`` on ``R`` rows (:func:`l2_work`)
+evaluates ``f`` and its gradient at the ``m`` means (``R·m`` values and gradients), the Hessian
+trace at the ``m`` means (``jax.hessian`` is forward over reverse: ``d`` Hessian-vector products of
+each term, ``R·m·d``) and, for the gradient of that trace, reverse mode through those ``d`` passes
+(counted as ``d`` Hessian-vector products more, ``R·m·d``): ``R·m·2d`` in all. :class:`StochasticNPV` makes one per step on the batch
 (``R = B``); :class:`NPV` one per L-BFGS call of the objective on all ``N`` rows: the zoom line
 search's steps (each a value and gradient) plus the first iteration's own call, the same count
 ``info["visited"]`` gives in rows.
@@ -102,10 +102,10 @@ def second_order_elbo(log_joint: Callable[[Array], Array], params: dict) -> Arra
 
 def l2_work(rows: Any, m: int, d: int) -> dict:
     """The work of value-and-gradients of ``L2`` on ``rows`` rows in all (``N`` per call of the full
-    objective, ``B`` for a mini-batch's) with ``m`` means in ``d`` dimensions: ``rows·m·(1 + 2d)``
-    gradients and as many evaluations (module docstring)."""
-    count = jnp.asarray(rows, jnp.float32) * (m * (1 + 2 * d))
-    return work(count, count)
+    objective, ``B`` for a mini-batch's) with ``m`` means in ``d`` dimensions: ``rows·m`` values and
+    gradients, ``rows·m·2d`` Hessian-vector products (module docstring)."""
+    count = jnp.asarray(rows, jnp.float32) * m
+    return work(count, count, hvp_evals=count * (2 * d))
 
 
 @jax.tree_util.register_dataclass

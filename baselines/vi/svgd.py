@@ -20,7 +20,8 @@ here round ``t`` is the union of ``n_t = ⌈t^κ⌉`` consecutive runner batches
 put while their likelihood gradients are summed over those batches, so the sum is exactly the
 gradient on ``S_t`` (``|S_t| = n_t B``; the authors' code uses ``|S_t| = ⌈t^0.55⌉``, so
 ``batch_growth=0.55`` with their unit batch). Between moves a step only adds ``m × B``
-gradients; the ``O(m² d)`` kernel runs once per round. ``batch_growth=0`` is plain mini-batch
+gradients; the ``O(m² d)`` kernel runs once per round (``m²`` ``kernel_pairs`` of
+:data:`pmd.work.WORK`, charged as the step that moves). ``batch_growth=0`` is plain mini-batch
 SVGD (one move per runner batch).
 
 **Departures from the paper, and why.** (i) Its per-round objective weighs the unscaled batch
@@ -218,4 +219,6 @@ class SVGD:
                           state.batches + 1, state.points + size, state.diverged_at)
         complete = state.batches >= self.batches_in_round(state.round + 1)
         state = jax.lax.cond(complete, self._move, lambda s: s, state)
-        return state, {"moved": complete, "round": state.round, **work(size * self.num_particles, size * self.num_particles)}
+        pairs = jnp.where(complete, float(self.num_particles) ** 2, 0.0)  # a move's kernel at every pair
+        return state, {"moved": complete, "round": state.round,
+                       **work(size * self.num_particles, size * self.num_particles, kernel_pairs=pairs)}
