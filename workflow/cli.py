@@ -253,7 +253,8 @@ def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, 
     the posterior's data at the budget rule's batch size and whole passes,
     :func:`workflow.experiments.posteriordb.budget`; sparse_gp: the problem's; lda: the corpus's
     training documents) and its criterion (:class:`workflow.tuning.Criterion`; on a model with a likelihood
-    per row, the method's own ELBO where it maximises one, :func:`workflow.tuning.criterion_for`)."""
+    per row, the method's own ELBO where it maximises one, and on a posterior of one datum minus the
+    kernel Stein discrepancy of its own draws: :func:`workflow.tuning.criterion_for`)."""
     import jax
 
     from pmd_bench.datasets.settings import resolve_settings
@@ -276,7 +277,7 @@ def _tuning_problem(cfg: dict, args: argparse.Namespace) -> tuple[dict, object, 
         rows = int(jax.tree_util.tree_leaves(problem.data)[0].shape[0])
         spec, budget = posteriordb.budget(section, args.method, entry, rows)
         settings = {"batch_size": budget["batch_size"], "num_passes": budget["budget_passes"]}
-        return spec, problem.data, settings, criterion_for(kind, problem.model, section["eval_samples"])
+        return spec, problem.data, settings, criterion_for(kind, problem.model, section["eval_samples"], rows)
     if not args.data:
         raise ValueError(f"tune {args.experiment} needs --data (the experiment's data file)")
     if args.experiment == "sparse_gp":

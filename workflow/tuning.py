@@ -20,7 +20,13 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
   where it has one: :func:`elbo_criterion`, ``ELBO = E_q[log p(θ) + Σ_n log p(x_n|θ) − log q(θ)]``
   (Blei, Kucukelbir & McAuliffe 2017, eq. 13) over the data it ran on, estimated from ``n`` draws of
   its own density ``q``. It needs no held-out rows, so these methods run on all the training data
-  (a one-datum posterior is tuned too). Why not the LPD for them: from their Laplace start the
+  (a one-datum posterior is tuned too).
+* A posterior of one datum (a likelihood that does not factor: posteriordb's time series) has no
+  row to hold out. Every other method is tuned there by minus the kernel Stein discrepancy of its
+  own ``n`` points against the posterior on all the data (:func:`stein_criterion`,
+  :mod:`pmd.stein`; Gorham & Mackey 2017): like the LPD, a criterion every method has, read from
+  the model (its score ``∇ log p``) and never from the reference; unlike a held-out LPD, it
+  measures the distance to the posterior itself. Why not the LPD for them: from their Laplace start the
   smallest learning rate barely moves them, and on a few validation rows the start's predictive
   scores as well as the optimum's (posteriordb's mesquite: held-out LPD −0.27555 at the grid's
   smallest rate, −0.27833 at the default, 9 validation rows; the ELBO orders the same runs by their
@@ -56,6 +62,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from pmd import ConfigError, Model, own_draws, run
+from pmd.stein import kernel_stein_discrepancy
 from pmd.work import as_counts, units
 
 from . import methods
@@ -144,11 +151,38 @@ def elbo_criterion(model: Model, num_samples: int) -> Criterion:
                      name="ELBO on the training data (the method's own objective)", held_out=False)
 
 
-def criterion_for(method: type, model: Model, num_samples: int) -> Criterion:
-    """:func:`elbo_criterion` for a method class whose ``maximises`` is ``"elbo"``, else
+def stein_score(posterior, model: Model, data: Any, key: jax.Array, num_samples: int) -> float:
+    """Minus the kernel Stein discrepancy (:func:`pmd.stein.kernel_stein_discrepancy`) of
+    ``num_samples`` points of ``posterior`` (:func:`pmd.posterior.own_draws`) against the posterior
+    of ``model`` on all of ``data``, whose score ``∇ log p(θ) + Σ_n ∇ log p(x_n|θ)`` it reads; higher
+    is better."""
+    samples, log_w = own_draws(posterior, key, num_samples)
+    rows = jax.tree_util.tree_map(jnp.asarray, data)
+
+    def log_joint(thetas):  # the points are independent: the gradient of the sum is each point's score
+        return jnp.sum(model.log_prior_many(thetas) + jnp.sum(model.batch_log_likelihood(thetas, rows), axis=1))
+
+    return -float(kernel_stein_discrepancy(samples, log_w, jax.grad(log_joint)(samples)))
+
+
+def stein_criterion(model: Model, num_samples: int) -> Criterion:
+    """The criterion of a posterior with no row to hold out (one datum: a time series): no rows held
+    out, a run scored by :func:`stein_score` over ``num_samples`` points of its own posterior, a
+    criterion every method has that reads the model's score and never the reference."""
+    return Criterion(split=lambda data, fraction, seed: (data, data), model=lambda train: model,
+                     score=lambda result, method, model, rows, key: stein_score(result.posterior, model, rows, key,
+                                                                               num_samples),
+                     name="minus the kernel Stein discrepancy (IMQ kernel) of its own draws", held_out=False)
+
+
+def criterion_for(method: type, model: Model, num_samples: int, rows: int | None = None) -> Criterion:
+    """:func:`elbo_criterion` for a method class whose ``maximises`` is ``"elbo"``; else, for data of
+    ``rows < 2`` rows (one datum: nothing to hold out), :func:`stein_criterion`; else
     :func:`rows_criterion` (a model with a likelihood per row)."""
     if getattr(method, "maximises", None) == "elbo":
         return elbo_criterion(model, num_samples)
+    if rows is not None and rows < 2:
+        return stein_criterion(model, num_samples)
     return rows_criterion(model, num_samples)
 
 
