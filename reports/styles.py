@@ -56,8 +56,8 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
                         "pmd_move",
                         # the default's moves without the independence sweeps (workflow/config/pmd_balanced.yaml)
                         "pmd_no_sweeps",
-                        # the default at 250 particles (workflow/config/equal_cost.yaml's posteriordb)
-                        "pmd_m250")),
+                        # the default at 250 and 100 particles (workflow/config/equal_cost.yaml)
+                        "pmd_m250", "pmd_m100")),
     # gpjax_svgp at place 1 (dashed): it overlays SVI-GP (``svi``) in the sparse-GP figure
     "vi": ("#ff7f0e", ("svi", "gpjax_svgp", "svi_hoffman", "numpyro_svi", "jj_svi", "svi_gp", "lda_svi",
                        "gpjax_svgp_learned")),

@@ -4,7 +4,8 @@ rows ran with the choice.
 
 Each result names its criterion (``criterion``): the experiment's held-out one (:data:`CRITERIA`; also
 for results written before 2026-11-26, which do not name it) or, for a method that maximises the ELBO,
-that ELBO on all the training data (:func:`workflow.tuning.elbo_criterion`).
+that ELBO on all the training data (:func:`workflow.tuning.elbo_criterion`), or, on a posterior of one
+datum, minus the kernel Stein discrepancy of its own draws (:func:`workflow.tuning.stein_criterion`).
 
 One row per tuned method and target (the posterior, problem or model a result belongs to; ``—`` for an
 experiment with one data set): its criterion, the grid's points with their mean criterion over the tuning
@@ -93,7 +94,7 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
         raise ValueError(f"no tuning criterion for the experiment {experiment!r}: one of {', '.join(CRITERIA)}")
     if not files:
         raise ValueError(f"no tuning results were given for the {experiment} experiment")
-    rows, edges, fractions, seeds, own = [], 0, set(), set(), False
+    rows, edges, fractions, seeds, own, stein = [], 0, set(), set(), False, False
     for path in map(Path, files):
         try:
             result = json.loads(path.read_text())
@@ -107,6 +108,7 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
         seeds.add(result["seeds"])
         if result["fraction"] is None:
             own = True
+            stein = stein or "Stein" in result.get("criterion", "")
         else:
             fractions.add(result["fraction"])
     header = ["target", "method", "criterion", "grid: mean criterion over the tuning seeds (chosen in bold)", "chosen",
@@ -116,10 +118,15 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
     own_text = "the ELBO on all the training data, which the method maximises"
     scored = (f"{held}, or, for a method that maximises the ELBO, by that ELBO on all the training data"
               if fractions and own else (held if fractions else own_text))
+    if stein:
+        scored += (", or, on a posterior of one datum (no row to hold out), by minus the kernel Stein discrepancy "
+                   "of the method's own draws against the posterior on all its data")
     text = "\n".join([
         f"# Tuning: {experiment}", "",
         f"Each grid point ran with {' or '.join(map(str, sorted(seeds)))} tuning seeds that no reported run uses "
         f"and was scored by {scored}, higher is better, never by the reference posterior (`workflow/tuning.py`). "
+        "Points within one standard error of a difference of the best (from the tuning seeds' spread) tie with it, "
+        "and the tie goes to the point nearest the grid's middle. "
         "The `<method>_tuned` rows of the experiment's tables ran with the choice.", "",
         "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows), "",
         f"Choices on the grid's edge: {edges} of {len(rows)} (a wider grid could move them)." if edges else
