@@ -33,8 +33,8 @@ blind to the reference posterior, as benchopt-style benchmarks tune their solver
   distance to the posterior: −50.21 at the smallest rate, 0.67 reference sd off, −49.98 at the
   default and above, 0.04 to 0.17 sd off).
 * The point with the best mean score over the tuning seeds is chosen, where the seeds tell it apart
-  from the others: points within one standard error of a difference of the best (the tuning seeds'
-  pooled spread) are tied, and the tie goes to the point nearest the grid's middle
+  from the others: a point within one standard error of its difference from the best (from the two
+  points' spreads over the tuning seeds) is tied with it, and the tie goes to the point nearest the grid's middle
   (:func:`chosen_point`), so that no choice lands on an edge on noise alone. A run that raises, or whose
   score is not finite, scores ``-inf`` and keeps its error. Where no point scores a finite mean (every
   point failed on a tuning seed: NumPyro's SVI from its uniform start on arma), nothing is chosen: the
@@ -194,23 +194,27 @@ def point_score(point: dict) -> float:
     return point["mean_score"] if "mean_score" in point else point["mean_lpd"]
 
 
-def chosen_point(points: list[dict]) -> tuple[dict, float]:
-    """The grid point to choose, and the margin within which a point ties the best: the best mean
-    score, except that points whose mean lies within ``margin`` of the best are tied, and the tie
-    goes to the point nearest the grid's middle (then the earlier). ``margin`` is the standard
-    error of a difference of two points' means, ``√(2 s²/k)``, from the pooled variance ``s²`` of
-    the tuning seeds' scores within each finite point (``ddof = 1``; 0 with one seed, where only
-    equal means tie). Tied points are points the tuning seeds cannot tell apart, and taking the
-    first of them would put the choice on the grid's edge on no evidence."""
-    finite = [p for p in points if math.isfinite(p["mean_score"])]
+def chosen_point(points: list[dict]) -> tuple[dict, list[int]]:
+    """The grid point to choose, and the indices of the points tied with the best: the best mean
+    score, except that a point whose mean lies within one standard error of its difference from
+    the best, ``√((s²_best + s²_p)/k)`` (each point's variance over its ``k`` tuning seeds,
+    ``ddof = 1``; 0 with one seed, where only equal means tie), is tied with it, and the tie goes
+    to the tied point nearest the grid's middle (then the earlier). Tied points are points the
+    tuning seeds cannot tell apart, and taking the first of them would put the choice on the
+    grid's edge on no evidence."""
+    finite = [i for i, p in enumerate(points) if math.isfinite(p["mean_score"])]
     if not finite:
-        return max(points, key=lambda p: p["mean_score"]), 0.0
-    top = max(p["mean_score"] for p in finite)
-    within = [float(np.var(p["score"], ddof=1)) for p in finite if len(p["score"]) > 1]
-    margin = math.sqrt(2.0 * float(np.mean(within)) / len(finite[0]["score"])) if within else 0.0
+        return max(points, key=lambda p: p["mean_score"]), []
+
+    def variance(p):
+        return float(np.var(p["score"], ddof=1)) if len(p["score"]) > 1 else 0.0
+
+    top = max(finite, key=lambda i: points[i]["mean_score"])
+    best = points[top]
+    tied = [i for i in finite if best["mean_score"] - points[i]["mean_score"]
+            <= math.sqrt((variance(best) + variance(points[i])) / len(best["score"]))]
     middle = (len(points) - 1) / 2
-    tied = [i for i, p in enumerate(points) if math.isfinite(p["mean_score"]) and top - p["mean_score"] <= margin]
-    return points[min(tied, key=lambda i: (abs(i - middle), i))], margin
+    return points[min(tied, key=lambda i: (abs(i - middle), i))], tied
 
 
 def not_tunable(data: Any) -> str | None:
@@ -266,8 +270,8 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
                 error, scores = f"{type(err).__name__}: {err}", scores + [-math.inf]
         mean = float(np.mean(scores)) if all(map(math.isfinite, scores)) else -math.inf
         points.append({"point": point, "score": scores, "mean_score": mean, "error": error})
-    best, margin = chosen_point(points)
-    out = {"grid": grid, "points": points, "chosen": best["point"], "tie_margin": margin, "criterion": criterion.name,
+    best, tied = chosen_point(points)
+    out = {"grid": grid, "points": points, "chosen": best["point"], "tied": tied, "criterion": criterion.name,
            "seconds": seconds,
            "evals": evals, "grad_evals": grads, "work": spent, "fraction": fraction if criterion.held_out else None, "seeds": seeds}
     if not math.isfinite(best["mean_score"]):
