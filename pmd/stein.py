@@ -11,10 +11,10 @@ squared discrepancy is the weighted V-statistic (Liu, Lee & Jordan 2016, eq. 11;
 with the inverse multiquadric kernel ``k(x, y) = (c² + ‖x − y‖²)^β``, ``c = 1``, ``β = −1/2``:
 Gorham & Mackey (2017, Theorem 8) show that with it the KSD → 0 only if the points converge
 weakly to ``p`` (a Gaussian kernel's KSD can vanish on samples that do not), for distantly
-dissipative targets. With ``r = x − y`` and ``u = c² + ‖r‖²``:
-``∇_x k = 2β u^{β−1} r = −∇_y k`` and ``tr ∇_x ∇_y k = −2βd u^{β−1} − 4β(β−1) u^{β−2} ‖r‖²``.
+dissipative targets. With ``r = x − y`` and ``u = c² + ‖r‖²``: ``∇_x k = 2β u^{β−1} r = −∇_y k``
+and ``tr ∇_x ∇_y k = −2βd u^{β−1} − 4β(β−1) u^{β−2} ‖r‖²``.
 
-It is zero in expectation only at the target, needs no reference draws and no held-out data, so
+Its population value is zero only at the target; it needs no reference draws and no held-out data, so
 the tuning protocol scores a run by it where a posterior has no rows to hold out
 (:func:`workflow.tuning.stein_criterion`).
 """

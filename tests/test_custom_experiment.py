@@ -247,7 +247,8 @@ def test_the_agreement_table_pairs_cells_and_counts_verdicts():
 def test_tuning_a_custom_model_and_running_the_choice(tmp_path, one_datum):
     """``tune custom`` chooses a grid point by held-out LPD on the model's rows and ``run --tuning``
     runs it as ``<label>_tuned`` with the tuning in its file; a one-datum model (``datum_axis =
-    None``) has no validation split: not tuned, its tuned run the default, the reason recorded."""
+    None``) has no validation split: tuned by minus the kernel Stein discrepancy of its own draws
+    on all the data, its choice run the same way."""
     from pmd_bench.workflow.experiments import custom
 
     np.save(tmp_path / "draws.npy", exact_draws())
@@ -268,9 +269,9 @@ def test_tuning_a_custom_model_and_running_the_choice(tmp_path, one_datum):
                          "--out", str(tmp_path / "tuned.npz")]) == 0
     _, meta = load_npz(tmp_path / "tuned.npz")
     assert meta["method"] == "sgld_tuned" and meta["status"] == "ok"
-    if one_datum:
-        assert meta["tuning"]["chosen"] == {} and "one datum" in meta["tuning"]["not_tuned"]
-        assert "method.a" not in meta["params"]
+    if one_datum:  # no row to hold out: scored by the Stein discrepancy of its draws on all the data
+        assert "Stein" in meta["tuning"]["criterion"] and meta["tuning"]["fraction"] is None
+        assert meta["tuning"]["chosen"]["a"] in grid["a"] and meta["params"]["method.a"] == meta["tuning"]["chosen"]["a"]
     else:
         assert meta["tuning"]["chosen"]["a"] in grid["a"] and meta["params"]["method.a"] == meta["tuning"]["chosen"]["a"]
         assert meta["tuning"]["evals"] > 0

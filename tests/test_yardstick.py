@@ -139,8 +139,9 @@ def test_posteriordb_runs_read_exactly_their_budget():
     assert settings["batch_size"] == 11 and 5 * 1013 % 11 == 5
     result = posteriordb.run_budgeted(SVI(problem.model(), 1013, num_particles=2, data=data), data, settings,
                                       jax.random.key(0), evaluate=None)
-    svi = result.visited[-1] - result.curves["evals"][0]  # less the Laplace start's reads, counted first
+    svi = result.visited[-1] - result.visited[0]  # less the Laplace start's reads, counted first
     assert result.num_steps == settings["num_steps"] and int(svi) == 5 * 1013 and result.curves["evals"][0] > 0
+    assert result.visited[0] == result.curves["evals"][0] + result.curves["hvp_evals"][0]  # its values and Hessian
     default = posteriordb.run_budgeted(pmd.PMD(problem.model(), 1013, 200, data=data), data, settings,
                                        jax.random.key(0), evaluate=None)
     moved = np.flatnonzero(default.info["moved"])

@@ -338,11 +338,13 @@ def _tune(cfg: dict, args: argparse.Namespace, uri: str) -> None:
 
 
 def _record_tuning(out: str, tuned: dict) -> None:
-    """Add the tuning (grid, choice, cost, and why it was not tuned where so) to a run's result file, atomically."""
+    """Add the tuning (grid, criterion, choice and ties, cost, and why it was not tuned where so) to a run's
+    result file, atomically."""
     from .results import load_npz, save_npz
 
     arrays, meta = load_npz(out)
-    keys = ("grid", "chosen", "seconds", "evals", "grad_evals", "fraction", "seeds", "not_tuned")
+    keys = ("grid", "criterion", "chosen", "tied", "seconds", "evals", "grad_evals", "work", "fraction", "seeds",
+            "not_tuned")
     meta["tuning"] = {k: tuned[k] for k in keys if k in tuned}
     save_npz(out, arrays, meta)
 

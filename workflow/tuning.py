@@ -273,7 +273,8 @@ def tune(label: str, spec: dict, data: Any, settings: dict, grid: dict[str, list
     best, tied = chosen_point(points)
     out = {"grid": grid, "points": points, "chosen": best["point"], "tied": tied, "criterion": criterion.name,
            "seconds": seconds,
-           "evals": evals, "grad_evals": grads, "work": spent, "fraction": fraction if criterion.held_out else None, "seeds": seeds}
+           "evals": evals, "grad_evals": grads, "work": spent, "fraction": fraction if criterion.held_out else None,
+           "seeds": seeds}
     if not math.isfinite(best["mean_score"]):
         errors = [p["error"] for p in points if p["error"]]
         out.update(chosen={}, not_tuned=f"no grid point ran to a finite {criterion.name} on every tuning seed"
