@@ -143,6 +143,28 @@ def test_w2_1d_equal_weights_and_replicated_weights():
     w2 = float(wasserstein2_1d(jnp.asarray(a), jnp.asarray(np.full(50, 2.0) / 100), jnp.asarray(b), uniform))
     twice = float(wasserstein2_1d(jnp.asarray(np.repeat(a, 2)), jnp.full(100, 1 / 100), jnp.asarray(b), uniform))
     assert w2 == pytest.approx(twice, rel=1e-5)
+    # n points against 2n, equal weights: every other cumulative weight of b ties one of a, and the
+    # quantile matching pairs each sorted a twice with the sorted b
+    c = rng.normal(size=100)
+    exact = np.mean((np.repeat(np.sort(a), 2) - np.sort(c)) ** 2)
+    assert float(wasserstein2_1d(jnp.asarray(a), uniform, jnp.asarray(c), jnp.full(100, 1 / 100))) == pytest.approx(
+        exact, rel=1e-5)
+
+
+@pytest.mark.slow
+def test_sliced_w2_projects_every_sample_on_the_references_own_directions():
+    """The reference's sliced distance is the mean of :func:`wasserstein2_1d` over its fixed
+    directions (its sorted projections computed once), the same directions at every call."""
+    rng = np.random.default_rng(4)
+    draws, sample = rng.normal(size=(3000, 4)), rng.normal(0.3, 1.5, (500, 4))
+    log_w = rng.normal(size=500)
+    ref = SampleReference(draws, num_projections=16)
+    z, r = (sample - ref.mean) / ref.std, (draws - ref.mean) / ref.std
+    w = np.exp(log_w - log_w.max()) / np.exp(log_w - log_w.max()).sum()
+    direct = np.sqrt(np.mean([float(wasserstein2_1d(jnp.asarray(z @ u), jnp.asarray(w), jnp.asarray(r @ u),
+                                                    jnp.full(3000, 1 / 3000))) for u in np.asarray(ref.directions)]))
+    assert ref.score(sample, log_w)["sliced_w2"] == pytest.approx(direct, rel=1e-4)
+    assert ref.score(sample, log_w)["sliced_w2"] == ref.score(sample, log_w)["sliced_w2"]
 
 
 @pytest.mark.slow
@@ -150,16 +172,16 @@ def test_reference_scores_itself_as_zero_and_a_shift_by_its_size():
     rng = np.random.default_rng(3)
     draws = rng.normal([1.0, -2.0, 0.5], [0.1, 1.0, 3.0], (2000, 3))
     ref = SampleReference(draws)
-    own = ref.score(draws, np.zeros(2000), jax.random.key(0))
+    own = ref.score(draws, np.zeros(2000))
     assert own["energy"] == pytest.approx(0.0, abs=1e-4)
     assert own["mean_error"] == pytest.approx(0.0, abs=1e-5) and own["log_std_ratio"] == pytest.approx(0.0, abs=1e-5)
-    shifted = ref.score(draws + 0.5 * draws.std(axis=0), np.zeros(2000), jax.random.key(0))
+    shifted = ref.score(draws + 0.5 * draws.std(axis=0), np.zeros(2000))
     assert shifted["mean_error"] == pytest.approx(0.5, rel=1e-4)  # half a reference sd in every coordinate
-    narrow = ref.score(draws.mean(axis=0) + 0.5 * (draws - draws.mean(axis=0)), np.zeros(2000), jax.random.key(0))
+    narrow = ref.score(draws.mean(axis=0) + 0.5 * (draws - draws.mean(axis=0)), np.zeros(2000))
     assert narrow["log_std_ratio"] == pytest.approx(math.log(0.5), rel=1e-4)
     # a pure shift by c: each projection's W2² is (c·u)², with E_u (c·u)² = ‖c‖²/d for uniform unit u,
     # so sliced W2 = ‖c‖/√d = ½ here (c = ½ per coordinate). Over 128 projections (c·u)²/‖c‖² = cos² has
     # sd √(2(d-1)/(d²(d+2))) = 0.30 about its mean 1/3: 8% relative on W2², 4% on W2; tolerance 10%.
     assert shifted["sliced_w2"] == pytest.approx(0.5, rel=0.1)
     with pytest.raises(ValueError, match="must be \\(n, 3\\)"):
-        ref.score(draws[:, :2], np.zeros(2000), jax.random.key(0))
+        ref.score(draws[:, :2], np.zeros(2000))

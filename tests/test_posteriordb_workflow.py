@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 import yaml
@@ -35,7 +34,7 @@ def test_worst_coordinate_scores():
     reference = SampleReference(draws)
     # coordinate 3 is 2 sd off, coordinate 2 half as wide: the RMS and mean hide what the max shows
     moved = (draws - reference.mean) * np.array([1.0, 0.5, 1.0]) + reference.mean + [0.0, 0.0, 2.0] * reference.std
-    scores = reference.score(moved, np.zeros(len(moved)), jax.random.key(0))
+    scores = reference.score(moved, np.zeros(len(moved)))
     assert scores["mean_error_max"] == pytest.approx(2.0, abs=1e-3)
     assert scores["mean_error"] == pytest.approx(2 / 3**0.5, abs=1e-3)
     assert scores["log_std_ratio_max"] == pytest.approx(math.log(2.0), abs=1e-4)
@@ -156,6 +155,43 @@ def test_snakemake_lists_the_jobs_with_a_mirror(tmp_path):
     jobs = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines()
             if line.startswith("posteriordb_") and len(line.split()) == 2}
     assert jobs == {"posteriordb_floor": 2, "posteriordb_run": 6, "posteriordb_report": 1}  # 2 posteriors x 3 methods
+
+
+@pytest.mark.workflow
+@pytest.mark.needs_data
+def test_snakemake_runs_a_methods_seeds_in_one_job(tmp_path):
+    done = _dry_run(tmp_path, {**os.environ, MIRROR_ENV: _mirror()}, seeds=3, seeds_in_one_job=True,
+                    tuning={"grids": {"pmd": {"num_particles": [1]}}})
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines()
+            if line.startswith("posteriordb_") and len(line.split()) == 2}
+    # 2 posteriors x 3 methods (and pmd tuned on each), one job for the 3 seeds of each
+    assert jobs["posteriordb_run_batched"] == 6 and jobs["posteriordb_run_tuned_batched"] == 2
+    assert "posteriordb_run" not in jobs and "posteriordb_run_tuned" not in jobs
+    outputs = [line for line in done.stdout.splitlines() if line.strip().startswith("output:") and "/posteriordb/runs/" in line and "/smc/" in line]
+    assert outputs and all(line.count("/smc/seed") == 3 for line in outputs)  # seed0, seed1, seed2 of one job
+
+
+@pytest.mark.workflow
+@pytest.mark.needs_data
+def test_seeds_in_one_job_give_each_seed_its_own_run(workspace):
+    """Two seeds in one process write the same results as each seed in its own: the data,
+    reference and method are built once, and each seed's run still starts from its own key."""
+    root, _, uri, run_cli = workspace
+    together = [root / "together" / f"seed{s}.npz" for s in (1, 2)]
+    alone = root / "alone" / "seed2.npz"
+    assert run_cli("run", "posteriordb", "--method", "smc", "--posterior", POSTERIOR, "--seed", "1", "2",
+                   "--out", *map(str, together)) == 0
+    assert run_cli("run", "posteriordb", "--method", "smc", "--posterior", POSTERIOR, "--seed", "2",
+                   "--out", str(alone)) == 0
+    (a1, m1), (a2, m2), (a_alone, m_alone) = map(load_npz, [*together, alone])
+    assert (m1["seed"], m2["seed"]) == (1, 2) and m1["status"] == m2["status"] == "ok"
+    assert m2["final"] == pytest.approx(m_alone["final"], rel=1e-5)
+    assert list(a2["visited"]) == list(a_alone["visited"]) and m1["final"] != m2["final"]
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("pmd-bench/posteriordb")
+    names = {r.info.run_name for r in client.search_runs([experiment.experiment_id])}
+    assert {f"smc-{POSTERIOR}-seed1", f"smc-{POSTERIOR}-seed2"} <= names
 
 
 @pytest.mark.workflow

@@ -116,11 +116,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("experiment", choices=sorted(MAKES_DATA))
     p.add_argument("--out", required=True)
 
-    p = verb("run", help="run one method with one seed (or, on the mixture and logistic experiments, several batched)")
+    p = verb("run", help="run one method with one seed (or, on the mixture, logistic and posteriordb experiments, several in one process)")
     p.add_argument("experiment", choices=sorted(EXPERIMENTS))
     p.add_argument("--method", required=True, help="a method label of the config's experiment section")
     p.add_argument("--seed", type=int, nargs="+", required=True,
-                   help="one seed, or several (mixture, logistic): one after another in this process, or as one vectorised program with the section's batch_seeds; one --out each")
+                   help="one seed, or several (mixture, logistic, posteriordb): one after another in this process, or (mixture, logistic) as one vectorised program with the section's batch_seeds; one --out each")
     p.add_argument("--data", help="the experiment's data file (mixture, logistic)")
     p.add_argument("--posterior", help="the posteriordb posterior (posteriordb)")
     p.add_argument("--model", help="a model name of the config's custom.models (custom)")
@@ -536,6 +536,22 @@ def main(argv: list[str] | None = None) -> int:
             if args.tuning:
                 tuned = json.loads(Path(args.tuning).read_text())
                 params = {**(params or section["methods"][args.method]), **tuned["chosen"]}
+            # posteriordb and custom label a run in its file (their tables read it there), sparse_gp and lda
+            # in its file and MLflow run name: a tuned run is `<label>_tuned`, its method named in its settings
+            label = args.method
+            if tuned is not None and args.experiment in ("posteriordb", "custom", "sparse_gp", "lda"):
+                label, params = f"{args.method}_tuned", {"method": args.method, **params}
+            if len(args.seed) > 1 and args.experiment == "posteriordb":
+                metas = EXPERIMENTS["posteriordb"].run_seeds(section, label, args.posterior, args.seed, args.out, uri,
+                                                             _experiment_name(cfg, args.experiment), params,
+                                                             resolve_settings(cfg["datasets"]))
+                if tuned is not None:
+                    for out in args.out:
+                        _record_tuning(out, tuned)
+                print(f"{args.method} on {args.posterior}, seeds {args.seed} one after another: "
+                      f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping"
+                      + "".join(f"; seed {m['seed']} FAILED: {m['error']}" for m in metas if m["status"] == "failed"))
+                return 0
             if len(args.seed) > 1:
                 extra = {"reference": args.reference} if args.experiment == "logistic" else {}
                 prep = EXPERIMENTS[args.experiment].prepare(section, args.method, args.data, params=params, **extra)
@@ -546,11 +562,6 @@ def main(argv: list[str] | None = None) -> int:
                       f"{sum(m['step_seconds'] for m in metas):.1f}s of stepping")
                 return 0
             (args.seed,), (args.out,) = args.seed, args.out
-            # posteriordb and custom label a run in its file (their tables read it there), sparse_gp and lda
-            # in its file and MLflow run name: a tuned run is `<label>_tuned`, its method named in its settings
-            label = args.method
-            if tuned is not None and args.experiment in ("posteriordb", "custom", "sparse_gp", "lda"):
-                label, params = f"{args.method}_tuned", {"method": args.method, **params}
             if args.experiment == "custom":
                 meta = EXPERIMENTS["custom"].run_one(section, label, args.model, args.seed, args.reference,
                                                      args.out, uri, _experiment_name(cfg, args.experiment), params)
@@ -754,9 +765,9 @@ def _preflight(cfg: dict, args: argparse.Namespace) -> None:
                          f"({', '.join(section['methods'])}); pass --params to give its settings")
     if len(args.seed) != len(args.out):
         raise ValueError(f"run got {len(args.seed)} seeds but {len(args.out)} --out files: give one each")
-    if len(args.seed) > 1 and args.experiment not in config_mod.BATCHABLE:
-        raise ValueError(f"several seeds in one run are built for the "
-                         f"{' and '.join(config_mod.BATCHABLE)} experiments, not {args.experiment}: give one --seed")
+    if len(args.seed) > 1 and args.experiment not in config_mod.SEEDS_IN_ONE_JOB:
+        raise ValueError(f"several seeds in one run are built for the {', '.join(config_mod.SEEDS_IN_ONE_JOB)} "
+                         f"experiments, not {args.experiment}: give one --seed")
     if args.experiment == "custom" and not (args.model and args.reference):
         raise ValueError("run custom needs --model (a name of the config's custom.models) and --reference "
                          "(its reference draws: `pmd-bench reference custom`)")

@@ -19,10 +19,12 @@ SCHEMA = Path(__file__).parent / "schemas" / "config.schema.json"
 EXPERIMENT_TARGETS = {"posteriordb": "model", "custom": "model", "mixture": "mixture", "logistic": "logistic",
                       "sparse_gp": "sparse_gp", "lda": "lda"}
 
-#: the experiments whose rules and CLI can run several seeds of a method in one job
-#: (``<experiment>.seeds_in_one_job``: one after another; ``<experiment>.batch_seeds``: vectorised;
-#: ``pmd-bench run <experiment> --seed 0 1 ...``; workflow.repetitions)
+#: the experiments whose rules and CLI can run a method's seeds as one vectorised program
+#: (``<experiment>.batch_seeds``; ``pmd-bench run <experiment> --seed 0 1 ...``; workflow.repetitions)
 BATCHABLE = ("mixture", "logistic")
+#: the experiments whose rules and CLI can run a method's seeds one after another in one job
+#: (``<experiment>.seeds_in_one_job``); posteriordb's methods need not be pure JAX, so it does not vectorise
+SEEDS_IN_ONE_JOB = BATCHABLE + ("posteriordb",)
 
 
 class ConfigFileError(ValueError):

@@ -40,7 +40,9 @@ WILDCARDS = re.compile(r"^\s+wildcards: (.*)$", re.M)
 TOTAL = re.compile(r"^total\s+(\d+)$", re.M)
 #: a rule running all of a method's seeds as one program -> (the per-seed rule, its config section):
 #: charged the seeds' per-seed times in turn, as ``resources.batch_resources`` asks a scheduler
-BATCHED = {"mixture_run_batched": ("mixture_run", "mixture"), "logistic_run_batched": ("logistic_run", "logistic")}
+BATCHED = {"mixture_run_batched": ("mixture_run", "mixture"), "logistic_run_batched": ("logistic_run", "logistic"),
+           "posteriordb_run_batched": ("posteriordb_run", "posteriordb"),
+           "posteriordb_run_tuned_batched": ("posteriordb_run_tuned", "posteriordb")}
 
 
 def merged_config(configfiles: Sequence[str | Path]) -> dict[str, Any]:

@@ -124,4 +124,4 @@ def run_one(cfg: dict, label: str, name: str, seed: int, reference: str | Path, 
         raise ValueError(f"custom: method {label!r} is not in the config's custom.methods ({', '.join(cfg['methods'])})")
     problem = load(cfg, name).problem
     draws = load_reference(reference, problem)
-    return posteriordb.run_problem(cfg, label, problem, draws, seed, out, uri, experiment, params, EXPERIMENT)
+    return posteriordb.run_problem(cfg, label, problem, draws, [seed], [out], uri, experiment, params, EXPERIMENT)[0]

@@ -109,7 +109,7 @@ def compute_reference(cfg: dict, data_path: str | Path) -> tuple[dict[str, np.nd
     diagnostics = check_convergence(idata, "w", max_rhat=ref_cfg["max_rhat"], min_ess=ref_cfg["min_ess"])
     draws = np.asarray(idata.posterior["w"].values, np.float32)  # (chains, draws, d)
     reference, held_out = draws[:-1].reshape(-1, draws.shape[-1]), draws[-1]
-    floor = reference_floor(draws, cfg["eval_samples"], jax.random.key(ref_cfg["seed"]))
+    floor = reference_floor(draws, cfg["eval_samples"])
     predictive = predictive_scores(ParticlePosterior.equally_weighted(jnp.asarray(reference)), test,
                                    jax.random.key(ref_cfg["seed"]))
     if "laplace_mode" in idata.attrs:  # how far the chain went from the approximation that preconditioned it

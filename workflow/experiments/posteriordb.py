@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -123,11 +123,10 @@ class Scorer:
         self.failure: str | None = None
 
     def __call__(self, posterior, key) -> dict[str, float]:
-        k_draw, k_score = jax.random.split(key)
-        samples, log_w, self.failure = constrained_samples(self.problem, posterior, k_draw, self.num_samples)
+        samples, log_w, self.failure = constrained_samples(self.problem, posterior, key, self.num_samples)
         if self.failure is not None:
             return {**{name: math.nan for name in METRICS}, "failed": 1.0}
-        return {**self.reference.score(samples, log_w, k_score), "failed": 0.0}
+        return {**self.reference.score(samples, log_w), "failed": 0.0}
 
 
 def _outcome(result: RunResult | None) -> tuple[dict, dict]:
@@ -151,20 +150,38 @@ def run_one(cfg: dict, label: str, posterior: str, seed: int, out: str | Path, u
     :func:`datasets.settings.resolve_settings`). A failed run still writes ``out`` (``meta["status"]``
     ``"failed"`` and ``meta["error"]``; module docstring).
     """
+    return run_seeds(cfg, label, posterior, [seed], [out], uri, experiment, params, data_settings)[0]
+
+
+def run_seeds(cfg: dict, label: str, posterior: str, seeds: Sequence[int], outs: Sequence[str | Path], uri: str,
+              experiment: str, params: dict[str, Any] | None = None,
+              data_settings: Settings | None = None) -> list[dict]:
+    """:func:`run_one` for every seed of ``seeds`` (its result file ``outs[i]``), one after another in
+    this process (``posteriordb.seeds_in_one_job``): the data, the reference and the method are
+    loaded and built once; every seed's clock still starts at the method's construction."""
     if params is None and label not in cfg["methods"]:
         raise ValueError(f"posteriordb: method {label!r} is not in the config's posteriordb.methods "
                          f"({', '.join(cfg['methods'])})")
     problem = load_problem(posterior, data_settings)
     draws = reference_draws(problem, data_settings)
-    return run_problem(cfg, label, problem, draws, seed, out, uri, experiment, params, EXPERIMENT)
+    return run_problem(cfg, label, problem, draws, seeds, outs, uri, experiment, params, EXPERIMENT)
 
 
-def run_problem(cfg: dict, label: str, problem: PosteriordbProblem, draws: np.ndarray, seed: int,
-                out: str | Path, uri: str, experiment: str, params: dict[str, Any] | None, tag: str) -> dict:
-    """:func:`run_one` on a built ``problem`` scored against its reference ``draws`` ``(chains, draws,
-    k)`` (columns in ``problem.columns`` order): the budget rule, the scorer, the result file and the
-    MLflow run (tagged ``experiment=tag``, ``posterior=problem.name``) of every experiment that
-    compares methods against reference draws (this one and :mod:`.custom`)."""
+def run_problem(cfg: dict, label: str, problem: PosteriordbProblem, draws: np.ndarray, seeds: Sequence[int],
+                outs: Sequence[str | Path], uri: str, experiment: str, params: dict[str, Any] | None,
+                tag: str) -> list[dict]:
+    """:func:`run_seeds` on a built ``problem`` scored against its reference ``draws`` ``(chains,
+    draws, k)`` (columns in ``problem.columns`` order): the budget rule, the scorer, each seed's
+    result file and MLflow run (tagged ``experiment=tag``, ``posterior=problem.name``) of every
+    experiment that compares methods against reference draws (this one and :mod:`.custom`).
+
+    The method is built once and every seed runs from it (:func:`pmd.run`'s ``start``: each seed's
+    seconds and work count from that construction); a later seed reuses the first one's compiled
+    programs (its ``compile_seconds`` zero). Each seed's ``total_seconds`` is the shared preparation
+    (reference, construction) plus its own run, scoring and writing."""
+    if not seeds or len(seeds) != len(outs) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"posteriordb: {label} needs distinct seeds and one result file each: got seeds "
+                         f"{list(seeds)} and {len(outs)} file(s)")
     t0 = time.perf_counter()
     posterior = problem.name
     reference = SampleReference(np.asarray(draws).reshape(-1, len(problem.columns)))
@@ -175,30 +192,37 @@ def run_problem(cfg: dict, label: str, problem: PosteriordbProblem, draws: np.nd
                                                              settings["num_steps"]), None
     except FloatingPointError as err:  # the method cannot start here (SVI's Laplace start finds no mode): a result
         method, start, start_failure = None, (0.0, 0.0), err
-    run_params = {"method": label, "posterior": posterior, "seed": seed, "num_data": num_data, "iid": problem.iid,
-                  "dim": problem.model.dim, "eval_samples": cfg["eval_samples"], **settings,
-                  **{f"method.{k}": v for k, v in spec.items()}}
     evaluate = Scorer(problem, reference, cfg["eval_samples"])
     tags = {"experiment": tag, "posterior": posterior}
-    with tracked_run(uri, experiment, f"{label}-{posterior}-seed{seed}", run_params, tags) as logger:
-        try:
-            if start_failure is not None:
-                raise start_failure
-            result = run_budgeted(method, problem.data, settings, jax.random.key(seed), evaluate, logger, start=start)
-            error = evaluate.failure
-        except Exception as err:  # noqa: BLE001 (a method's failure is a result: the table shows it)
-            result, error = None, f"{type(err).__name__}: {err}"
-        outcome, arrays = _outcome(result)
-        meta = {"method": label, "posterior": posterior, "seed": seed, "params": run_params, "commit": git_commit(),
-                "status": "ok" if error is None else "failed", "error": error, **outcome,
-                "total_seconds": time.perf_counter() - t0}
-        save_npz(out, arrays, meta)
-        mlflow.log_artifact(str(out), artifact_path="result")
-        log_summary(meta)
-        mlflow.set_tags({"status": meta["status"], **({"error": error[:4000]} if error else {})})
-        if error is not None:
-            mlflow.end_run(status="FAILED")
-    return meta
+    prepared, commit, metas = time.perf_counter() - t0, git_commit(), []
+    for seed, out in zip(seeds, outs):
+        t_seed = time.perf_counter()
+        run_params = {"method": label, "posterior": posterior, "seed": seed, "num_data": num_data, "iid": problem.iid,
+                      "dim": problem.model.dim, "eval_samples": cfg["eval_samples"], **settings,
+                      **{f"method.{k}": v for k, v in spec.items()}}
+        with tracked_run(uri, experiment, f"{label}-{posterior}-seed{seed}", run_params, tags) as logger:
+            try:
+                if start_failure is not None:
+                    raise start_failure
+                result = run_budgeted(method, problem.data, settings, jax.random.key(seed), evaluate, logger,
+                                      start=start)
+                error = evaluate.failure
+            except Exception as err:  # noqa: BLE001 (a method's failure is a result: the table shows it)
+                result, error = None, f"{type(err).__name__}: {err}"
+            outcome, arrays = _outcome(result)
+            meta = {"method": label, "posterior": posterior, "seed": seed, "params": run_params, "commit": commit,
+                    "status": "ok" if error is None else "failed", "error": error, **outcome,
+                    "total_seconds": prepared + time.perf_counter() - t_seed}
+            if len(seeds) > 1:
+                meta["seeds_in_job"] = len(seeds)
+            save_npz(out, arrays, meta)
+            mlflow.log_artifact(str(out), artifact_path="result")
+            log_summary(meta)
+            mlflow.set_tags({"status": meta["status"], **({"error": error[:4000]} if error else {})})
+            if error is not None:
+                mlflow.end_run(status="FAILED")
+        metas.append(meta)
+    return metas
 
 
 def make_floor(posterior: str, out: str | Path, num_samples: int, data_settings: Settings | None = None,
@@ -220,7 +244,7 @@ def make_floor(posterior: str, out: str | Path, num_samples: int, data_settings:
 def floor_of(problem: PosteriordbProblem, draws: np.ndarray, out: str | Path, num_samples: int,
              seed: int = 0) -> dict:
     """:func:`make_floor` of a built ``problem`` and its reference ``draws`` ``(chains, draws, k)``."""
-    floor = reference_floor(draws, num_samples, jax.random.key(seed))
+    floor = reference_floor(draws, num_samples)
     thetas = np.asarray(problem.unconstrain(draws.reshape(-1, draws.shape[-1]))).reshape(*draws.shape[:2], -1)
     summary = {"posterior": problem.name, "floor": floor, "floor_samples": int(num_samples),
                "chains": int(draws.shape[0]), "draws": int(draws.shape[1]),

@@ -69,28 +69,6 @@ else:
             PMD_BENCH + " --config {input.config} floor posteriordb --posterior {wildcards.posterior}"
             + " --out {output} > {log} 2>&1"
 
-    rule posteriordb_run:
-        input:
-            config=ancient(RESOLVED_CONFIG),
-            store=TRACKING_STORE,
-            method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
-        output:
-            f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
-        wildcard_constraints:
-            posterior="|".join(map(re.escape, PDB_POSTERIORS)),
-            method="|".join(map(re.escape, PDB_METHODS)),
-            seed=r"\d+",
-        log:
-            f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}-seed{{seed}}.log",
-        threads: 1
-        resources:
-            **job_resources("posteriordb_run", config),
-        params:
-            settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
-        shell:
-            PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
-            + " --posterior {wildcards.posterior} --seed {wildcards.seed} --out {output} > {log} 2>&1"
-
     rule posteriordb_tune:
         input:
             config=ancient(RESOLVED_CONFIG),
@@ -112,29 +90,101 @@ else:
             PMD_BENCH + " --config {input.config} tune posteriordb --posterior {wildcards.posterior}"
             + " --method {wildcards.method} --out {output} > {log} 2>&1"
 
-    rule posteriordb_run_tuned:
-        input:
-            config=ancient(RESOLVED_CONFIG),
-            store=TRACKING_STORE,
-            tuning=f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
-            method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
-        output:
-            f"{PDB_DIR}/runs/{{posterior}}/{{method}}_tuned/seed{{seed}}.npz",
-        wildcard_constraints:
-            posterior="|".join(map(re.escape, PDB_POSTERIORS)),
-            method="|".join(map(re.escape, PDB_GRIDS)) or "(?!)",
-            seed=r"\d+",
-        log:
-            f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}_tuned-seed{{seed}}.log",
-        threads: 1
-        resources:
-            **job_resources("posteriordb_run_tuned", config),
-        params:
-            settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
-        shell:
-            PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
-            + " --posterior {wildcards.posterior} --seed {wildcards.seed} --tuning {input.tuning} --out {output}"
-            + " > {log} 2>&1"
+    if seeds_in_one_job(config["posteriordb"]):
+        # every seed of a method on a posterior in one job, one after another (the data, reference and
+        # method built once; workflow/experiments/posteriordb.py run_seeds), the same files as a job per seed
+        rule posteriordb_run_batched:
+            input:
+                config=ancient(RESOLVED_CONFIG),
+                store=TRACKING_STORE,
+                method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
+            output:
+                expand(f"{PDB_DIR}/runs/{{{{posterior}}}}/{{{{method}}}}/seed{{seed}}.npz", seed=PDB_SEEDS),
+            wildcard_constraints:
+                posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+                method="|".join(map(re.escape, PDB_METHODS)),
+            log:
+                f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}-batched.log",
+            threads: 1
+            resources:
+                **batch_resources("posteriordb_run", config, len(PDB_SEEDS)),
+            params:
+                settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
+                seeds=" ".join(str(s) for s in PDB_SEEDS),
+            shell:
+                PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
+                + " --posterior {wildcards.posterior} --seed {params.seeds} --out {output} > {log} 2>&1"
+
+        rule posteriordb_run_tuned_batched:
+            input:
+                config=ancient(RESOLVED_CONFIG),
+                store=TRACKING_STORE,
+                tuning=f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+                method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
+            output:
+                expand(f"{PDB_DIR}/runs/{{{{posterior}}}}/{{{{method}}}}_tuned/seed{{seed}}.npz", seed=PDB_SEEDS),
+            wildcard_constraints:
+                posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+                method="|".join(map(re.escape, PDB_GRIDS)) or "(?!)",
+            log:
+                f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}_tuned-batched.log",
+            threads: 1
+            resources:
+                **batch_resources("posteriordb_run_tuned", config, len(PDB_SEEDS)),
+            params:
+                settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
+                seeds=" ".join(str(s) for s in PDB_SEEDS),
+            shell:
+                PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
+                + " --posterior {wildcards.posterior} --seed {params.seeds} --tuning {input.tuning} --out {output}"
+                + " > {log} 2>&1"
+
+    else:
+        rule posteriordb_run:
+            input:
+                config=ancient(RESOLVED_CONFIG),
+                store=TRACKING_STORE,
+                method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
+            output:
+                f"{PDB_DIR}/runs/{{posterior}}/{{method}}/seed{{seed}}.npz",
+            wildcard_constraints:
+                posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+                method="|".join(map(re.escape, PDB_METHODS)),
+                seed=r"\d+",
+            log:
+                f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}-seed{{seed}}.log",
+            threads: 1
+            resources:
+                **job_resources("posteriordb_run", config),
+            params:
+                settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
+            shell:
+                PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
+                + " --posterior {wildcards.posterior} --seed {wildcards.seed} --out {output} > {log} 2>&1"
+
+        rule posteriordb_run_tuned:
+            input:
+                config=ancient(RESOLVED_CONFIG),
+                store=TRACKING_STORE,
+                tuning=f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+                method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
+            output:
+                f"{PDB_DIR}/runs/{{posterior}}/{{method}}_tuned/seed{{seed}}.npz",
+            wildcard_constraints:
+                posterior="|".join(map(re.escape, PDB_POSTERIORS)),
+                method="|".join(map(re.escape, PDB_GRIDS)) or "(?!)",
+                seed=r"\d+",
+            log:
+                f"{RESULTS}/logs/posteriordb/{{posterior}}-{{method}}_tuned-seed{{seed}}.log",
+            threads: 1
+            resources:
+                **job_resources("posteriordb_run_tuned", config),
+            params:
+                settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
+            shell:
+                PMD_BENCH + " --config {input.config} run posteriordb --method {wildcards.method}"
+                + " --posterior {wildcards.posterior} --seed {wildcards.seed} --tuning {input.tuning} --out {output}"
+                + " > {log} 2>&1"
 
     rule posteriordb_report:
         input:
