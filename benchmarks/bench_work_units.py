@@ -20,12 +20,14 @@ ratio of each to the time of one per-datum log-likelihood value, measured in the
 * ``gram_row``: one row's share of the PG Gibbs sweep's sufficient statistic ``XᵀΩX`` (a ``d × d``
   outer product, weighted, over ``m·B`` rows as a sweep sums them; ``m·B`` items);
 * ``kernel_pair``: an RBF kernel value and its gradient for one pair of particles (``m²`` items);
-* ``kde_pair``: one Gaussian kernel's log-density of a point under one centre (``m²`` items).
+* ``kde_pair``: one Gaussian kernel's log-density of a point under one centre: PMD's KDE density of
+  ``m`` points under ``m`` centres, one kernel (:func:`pmd.kde.density_pairs` items: ``m²`` plus the
+  kernel's solves).
 
 Each time is the median of ``--repeats`` calls after a warm-up (compilation) call
 (:func:`workflow.experiments.table1.median_seconds`), in ``--rounds`` interleaved rounds whose ratios
 are all reported with their median, so that the load of the machine shows in their agreement. The
-medians at the defaults with ``--rounds 9 --repeats 30``, rounded, are the unit table every method is
+medians with ``--rounds 15 --repeats 100``, rounded, are the unit table every method is
 charged by (:data:`pmd.work.UNITS`). Written to
 ``results/benchmarks/work_units.json`` and ``.md`` (:func:`reports.benchmarks.write`, atomically)::
 
@@ -44,7 +46,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pmd.kde import gaussian_kernel_log_matrix  # noqa: E402
+from pmd.kde import Kernel, density_pairs, kernel_log_density  # noqa: E402
 from pmd.models.logistic import BayesianLogisticRegression, labelled  # noqa: E402
 from pmd_bench.baselines.gibbs.polya_gamma import sample_polya_gamma  # noqa: E402
 from pmd_bench.reports import benchmarks as bench_report  # noqa: E402
@@ -90,7 +92,8 @@ def programs(dim: int, rows: int, particles: int, seed: int = 0) -> dict[str, tu
         return jax.vmap(lambda a: jax.vmap(lambda b: both(a, b))(thetas))(thetas)
 
     def kde_pair(thetas):
-        return gaussian_kernel_log_matrix(thetas, thetas, 0.3 * jnp.eye(dim, dtype=thetas.dtype))
+        kernel = Kernel.shared(thetas, 0.3 * jnp.eye(dim, dtype=thetas.dtype))
+        return kernel_log_density(thetas, kernel, jnp.zeros(thetas.shape[:1], thetas.dtype))
 
     c = jnp.abs(jnp.asarray(rng.standard_normal(particles * rows), jnp.float32))
     stacked = jax.tree_util.tree_map(lambda a: jnp.tile(a, (particles,) + (1,) * (a.ndim - 1)), data)  # m·B rows: a sweep's
@@ -101,7 +104,7 @@ def programs(dim: int, rows: int, particles: int, seed: int = 0) -> dict[str, tu
             "polya_gamma": (jax.jit(polya_gamma), (jax.random.key(seed), c), items),
             "gram_row": (jax.jit(gram_row), (stacked, c), particles * rows),
             "kernel_pair": (jax.jit(kernel_pair), (thetas,), pairs),
-            "kde_pair": (jax.jit(kde_pair), (thetas,), pairs)}
+            "kde_pair": (jax.jit(kde_pair), (thetas,), density_pairs(particles, particles, 1, dim))}
 
 
 def measure(dim: int, rows: int, particles: int, repeats: int, rounds: int = 2) -> dict:

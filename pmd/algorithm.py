@@ -107,7 +107,7 @@ import jax.numpy as jnp
 
 from .bandwidth import bandwidth_rule
 from .interface import ConfigError, require_fraction, require_positive_int, step_data, work
-from .kde import Kernel, kernel_log_density, kernel_sample
+from .kde import Kernel, density_pairs, kernel_log_density, kernel_sample
 from .local_kernel import LocalShrinkage
 from .model import Model
 from .posterior import KDEPosterior, ParticlePosterior
@@ -357,8 +357,9 @@ class PMD:
 
     def _kde_pairs(self, kernel: Kernel) -> float:
         """The kernel pairs one :meth:`_draw` evaluates (:data:`pmd.work.WORK`'s ``kde_pairs``):
-        ``q̃``'s log-density at its ``m`` draws sums every centre under every cluster's kernel."""
-        return float(self.num_particles * kernel.centres.shape[0] * kernel.chols.shape[0])
+        ``q̃``'s log-density at its ``m`` draws (:func:`pmd.kde.density_pairs`)."""
+        centres, dim = kernel.centres.shape
+        return float(density_pairs(self.num_particles, centres, kernel.chols.shape[0], dim))
 
     def _mean_loglik(self, positions: Array, batch: Any) -> Array:
         return jnp.mean(self.model.batch_log_likelihood(positions, batch), axis=1)
@@ -480,9 +481,9 @@ class PMD:
                 moved = moved | move
                 read = read + move * self.moves.reads_per_round(moves) * rows_target.astype(jnp.int32)
                 moved_count = moved_count + move * moves
-                counts = self.moves.work(rows_target, m, self.model.dim, moves)
-                evals, grads, hvps = (total + jnp.where(move, counts[name], 0.0)
-                                      for total, name in ((evals, "evals"), (grads, "grad_evals"), (hvps, "hvp_evals")))
+                counts = self.moves.work(rows_target, m, self.model.dim, moves, kernel.chols.shape[0])
+                evals, grads, hvps, kdes = (total + jnp.where(move, counts[name], 0.0) for total, name in (
+                    (evals, "evals"), (grads, "grad_evals"), (hvps, "hvp_evals"), (kdes, "kde_pairs")))
             return (positions, log_w, base, kernel, after, end, exponent, gamma_step + gamma * (1.0 - gamma_step),
                     mala_step, substeps + sub, uncapped | (sub >= self.max_substeps), redraws + drawn, moved,
                     acceptance, read, moved_count, index + 1, evals, grads, hvps, kdes)

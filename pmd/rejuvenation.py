@@ -74,7 +74,7 @@ import jax
 import jax.numpy as jnp
 
 from .bandwidth import stable_cholesky, weighted_cov
-from .kde import Kernel, kernel_log_density, kernel_sample
+from .kde import Kernel, density_pairs, kernel_log_density, kernel_sample
 from .model import Model
 from .weights import stratified_draw
 
@@ -166,17 +166,23 @@ class MALAMoves:
         preconditions, and the value at every independence sweep's proposals."""
         return moves + 1 + (self.precondition == "hessian") + self.independence
 
-    def work(self, rows: Array, num_particles: int, dim: int, moves: Array) -> dict[str, Array]:
+    def work(self, rows: Array, num_particles: int, dim: int, moves: Array, clusters: int = 1) -> dict[str, Array]:
         """The counts of one round of ``moves`` MALA moves over ``rows`` rows
         (:data:`pmd.work.WORK`): every particle's value and gradient at its start and at each
         proposal (``evals``, ``grad_evals``), with ``precondition="hessian"`` the Hessian at one
         point (``d`` forward-over-reverse passes: ``d`` Hessian-vector products per row,
-        ``hvp_evals``), and each independence sweep's value at ``m`` proposals (``evals``)."""
+        ``hvp_evals``), and each independence sweep's value at ``m`` proposals (``evals``) and its
+        two halves' KDE densities, ``m - ⌊m/2⌋`` centres of ``clusters`` kernels at ``2⌊m/2⌋``
+        points each (``kde_pairs``, :func:`pmd.kde.density_pairs`)."""
         rows = jnp.asarray(rows, jnp.float32)
         per_particle = rows * num_particles * (jnp.asarray(moves, jnp.float32) + 1)
         hessian = self.precondition == "hessian"
         independence = rows * num_particles * self.independence
-        return {"evals": per_particle + independence, "grad_evals": per_particle, "hvp_evals": hessian * rows * dim}
+        half = num_particles // 2
+        kde = (self.independence * 2 * density_pairs(2 * half, num_particles - half, clusters, dim)
+               if num_particles >= 2 else 0)
+        return {"evals": per_particle + independence, "grad_evals": per_particle, "hvp_evals": hessian * rows * dim,
+                "kde_pairs": jnp.asarray(kde, jnp.float32)}
 
     def due(self, done_before: Array, done_after: Array) -> Array:
         """Whether rows that took the whole passes done from ``done_before`` to ``done_after``

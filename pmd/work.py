@@ -30,17 +30,19 @@ import numpy as np
 WORK = ("evals", "grad_evals", "hvp_evals", "pg_draws", "gram_rows", "kernel_pairs", "kde_pairs")
 """The raw counts a step may report (:func:`pmd.interface.work`); one it does not report is 0."""
 
-UNITS = {"evals": 1.0, "grad_evals": 0.15, "hvp_evals": 1.15, "pg_draws": 105.0, "gram_rows": 16.0,
-         "kernel_pairs": 6.1, "kde_pairs": 1.3}
-"""Each count's cost in units, one per-datum log-likelihood value: the median, rounded, of nine
-rounds of ``benchmarks/bench_work_units.py`` at its defaults (Bayesian logistic regression on the
-logistic experiment's 51 features, ``B = 100`` rows, ``m = 100`` particles, float32, one XLA
-thread) on the project's 2-core CPU: a value and its gradient 1.15 (the gradient on top of its
-value 0.15), a Hessian-vector product 1.15, a Pólya-Gamma draw 105 (truncation 64), a row of
-``XᵀΩX`` 16, an RBF kernel pair 6.1, a KDE pair 1.3 (``archive/benchmarks/work_units.md``;
+UNITS = {"evals": 1.0, "grad_evals": 0.1, "hvp_evals": 1.1, "pg_draws": 77.0, "gram_rows": 11.0,
+         "kernel_pairs": 4.9, "kde_pairs": 0.83}
+"""Each count's cost in units, one per-datum log-likelihood value: the median, rounded, of fifteen
+rounds of ``benchmarks/bench_work_units.py --rounds 15 --repeats 100`` (Bayesian logistic
+regression on the logistic experiment's 51 features, ``B = 100`` rows, ``m = 100`` particles,
+float32, one XLA thread) on the project's 2-core CPU: a value and its gradient 1.1 (the gradient on
+top of its value 0.1), a Hessian-vector product 1.1, a Pólya-Gamma draw 77 (truncation 64), a row
+of ``XᵀΩX`` 11, an RBF kernel pair 4.9, a KDE pair 0.83 (``archive/benchmarks/work_units.md``;
 ``tests/test_work_units.py`` checks that each lies within the archived rounds). The ratios move
 with the model's dimension (a row of ``XᵀΩX`` is ``d²`` products against a value's ``d``; a PG draw
-costs the same at every ``d``): one table, measured once, is what every method is charged by."""
+costs the same at every ``d``) and between sessions on the same machine type (a measurement nine
+days apart put a Pólya-Gamma draw at 105 and a kernel pair at 6.1: docs/findings.md): one table,
+measured once, is what every method is charged by."""
 
 
 def units(counts: Mapping[str, Any]) -> Any:

@@ -316,10 +316,12 @@ def test_pmd_counts_its_batches_redraws_and_moves(rejuvenate):
     np.testing.assert_array_equal(evals, B * m)
     np.testing.assert_array_equal(grads, 0)
     # a redraw after the first step (which draws from the prior) draws from the KDE of one shared
-    # kernel and evaluates it at the m draws: m draws under m centres
+    # kernel and evaluates it at the m draws: m draws under m centres, and the kernel's triangular
+    # solves of the m draws and (twice) of the m centres at d pairs each
+    d = CONJ.model.dim
     from_kde = np.asarray(paper.info["redraw"], bool) & (np.arange(4) > 0)
     assert from_kde[1:3].all()  # steps 2 and 3 (t ≤ kde_steps + 1) always do
-    np.testing.assert_array_equal(counted(paper, "kde_pairs"), from_kde * m * m)
+    np.testing.assert_array_equal(counted(paper, "kde_pairs"), from_kde * (m * m + 3 * m * d))
     default = pmd.PMD(CONJ.model, N, m, data=CONJ.data, rejuvenate=rejuvenate)
     result = run(default, CONJ.data, 2.0)
     evals, grads = per_step(result, 2.0)
@@ -338,6 +340,11 @@ def test_pmd_counts_its_batches_redraws_and_moves(rejuvenate):
     np.testing.assert_allclose(counted(result, "hvp_evals"), np.where(moved, hessian * move_rows * CONJ.model.dim, 0.0))
     independence = move_rows * m * default.moves.independence  # values at the sweeps' proposals, no gradients
     np.testing.assert_allclose(evals, (1 + redraws) * B * m + np.where(moved, per_round + independence, 0.0))
-    clusters = result.state.kernel.chols.shape[0]
-    np.testing.assert_array_equal(counted(result, "kde_pairs"), redraws * m * m * clusters)
+    # each redraw's density at its m draws under K clusters' kernels; each independence sweep's two
+    # halves, the KDE of m/2 centres at m points (m/2 proposals and m/2 movers)
+    k = result.state.kernel.chols.shape[0]
+    half = m // 2
+    sweeps = np.where(moved, 2 * default.moves.independence * (2 * half * (m - half) + k * (2 * half + 2 * (m - half)) * d),
+                      0)
+    np.testing.assert_array_equal(counted(result, "kde_pairs"), redraws * (m * m + k * 3 * m * d) + sweeps)
     assert moved.any() and not moved.all()

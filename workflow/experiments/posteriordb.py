@@ -62,21 +62,26 @@ def budget(section: dict, label: str, spec: dict, num_data: int) -> tuple[dict, 
 
     The settings hold ``batch_size``, ``num_steps``, ``eval_every``, ``steps_per_pass``,
     ``num_passes`` (the entry's or the section's; a whole number), the work cap ``max_work``
-    (:func:`workflow.methods.with_work_cap`; None: none), the data budget ``budget_points``
-    (points fed to the method) and ``budget_passes`` (the same in passes over the data, whole).
+    (None: none), the data budget ``budget_points`` (points fed to the method) and ``budget_passes``
+    (the same in passes over the data, whole). The cap is ``max_work_per_row`` per row of each of
+    ``num_passes`` passes' worth of the budget: ``max_work_per_row × budget_points / num_passes``,
+    which is ``× N`` where ``N ≥ steps_per_pass`` and grows with the budget's ``P`` passes on a
+    smaller data set, so that the cap stays what the same method spends in the budget whatever
+    ``N`` (a one-datum posterior's 5,000 steps are not capped at 50).
     """
     spec = dict(spec)
     steps_per_pass = spec.pop("steps_per_pass", section["steps_per_pass"])
     defaults = {"batch_size": math.ceil(num_data / steps_per_pass), "num_passes": section["num_passes"],
                 "eval_every": None, "max_work_per_row": section.get("max_work_per_row")}
     spec, settings = methods.split_spec(label, spec, defaults)
-    settings = methods.with_work_cap(settings, num_data)
     if settings["num_passes"] != int(settings["num_passes"]) or settings["num_passes"] < 1:
         raise ValueError(f"posteriordb: {label}'s num_passes={settings['num_passes']!r} must be a whole number "
                          "of passes (a run that ends mid-pass stops PMD between its pass-end moves)")
     batch = settings["batch_size"]
     passes = int(settings["num_passes"]) if num_data >= steps_per_pass else math.ceil(
         settings["num_passes"] * steps_per_pass / num_data)
+    # the cap grows with the budget: a data set smaller than steps_per_pass reads P > num_passes passes
+    settings = methods.with_work_cap(settings, num_data * passes / settings["num_passes"])
     return spec, {**settings, "steps_per_pass": steps_per_pass, "num_steps": math.ceil(passes * num_data / batch),
                   "eval_every": settings["eval_every"] or steps_per_pass * batch,
                   "budget_points": passes * num_data, "budget_passes": passes}
