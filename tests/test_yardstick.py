@@ -125,6 +125,24 @@ def test_posteriordb_budget_is_whole_passes(num_data):
         posteriordb.budget({**section, "num_passes": 5.5}, "svi", {}, num_data)
 
 
+@pytest.mark.parametrize("num_data", [1, 8, 46, 100, 434, 5000])
+def test_posteriordb_work_cap_grows_with_the_budget(num_data):
+    """The equal-work cap is what a method spends per row of each of ``num_passes`` passes' worth of
+    the budget: ``× N`` where N ≥ steps_per_pass, and where a smaller data set reads P > num_passes
+    passes, ``× N · P / num_passes``, so that a one-datum posterior's 5,000 steps get the budget of
+    5,000 steps, not of 50 (the cap per row × N stopped PMD and BlackJAX's SMCs before their first
+    step on every one-datum posterior)."""
+    section = {"steps_per_pass": 100, "num_passes": 50, "max_work_per_row": 16500.0, "methods": {}}
+    _, settings = posteriordb.budget(section, "svi", {}, num_data)
+    assert settings["max_work"] == pytest.approx(16500.0 * settings["budget_points"] / 50)
+    if num_data >= 100:
+        assert settings["max_work"] == pytest.approx(16500.0 * num_data)
+    else:  # about num_passes × steps_per_pass points, whatever N
+        assert 5000 <= settings["budget_points"] < 5000 + num_data
+    _, uncapped = posteriordb.budget({**section, "max_work_per_row": None}, "svi", {}, num_data)
+    assert uncapped["max_work"] is None
+
+
 @pytest.mark.slow
 def test_posteriordb_runs_read_exactly_their_budget():
     """Through the runner (N = 1013, B = 11: 11 does not divide 5·1013): the run reads exactly
