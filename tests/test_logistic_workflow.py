@@ -165,4 +165,4 @@ def test_batched_seeds_leave_the_files_and_mlflow_runs_of_per_seed_runs(workspac
                                "tags.`pmd_bench.batched` = '2'")
     assert sorted(r.info.run_name for r in found) == ["sgld-seed0", "sgld-seed1"]
     done = cli("run", "lda", "--method", "pmd", "--seed", "0", "1", "--data", str(data), "--out", "a", "b")
-    assert done.returncode == 2 and "built for the mixture and logistic experiments, not lda" in done.stderr
+    assert done.returncode == 2 and "built for the mixture, logistic, posteriordb experiments, not lda" in done.stderr
