@@ -129,7 +129,7 @@ def render(experiment: str, files: list[str | Path], out: str | Path) -> str:
         "and the tie goes to the point nearest the grid's middle. "
         "The `<method>_tuned` rows of the experiment's tables ran with the choice.", "",
         "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows), "",
-        f"Choices on the grid's edge: {edges} of {len(rows)} (a wider grid could move them)." if edges else
+        f"Choices on the grid's edge: {edges} of {len(rows)} (a wider grid could move them, except where `workflow/config/tuning.yaml` states a bound)." if edges else
         f"No choice lies on the grid's edge ({len(rows)} results).", ""])
     with atomic_path(out) as tmp:
         tmp.write_text(text)

@@ -11,7 +11,7 @@ from scipy.stats import multivariate_normal
 
 from pmd import ConfigError
 from pmd.models.sparse_gp import (SparseGP, SparseGPPosterior, dtc_log_evidence, exact_gp_predict, median_bandwidth,
-                                  rbf, svgp_elbo, titsias_elbo, titsias_posterior, titsias_predict, whitening)
+                                  prox_update, rbf, svgp_elbo, titsias_elbo, titsias_posterior, titsias_predict, whitening)
 
 from sparse_gp_helpers import TEST_X, problem, x64  # noqa: F401  (x64: autouse fixture)
 
@@ -152,3 +152,24 @@ def test_mixture_mean_and_covariance_match_draws():
     products = centred[:, :, None] * centred[:, None, :]
     cov_se = products.std(0) / np.sqrt(len(draws))
     assert np.all(np.abs(products.mean(0) - np.asarray(cov)) < 5 * cov_se + 1e-9)
+
+
+@pytest.mark.parametrize("eta", [1.0, 0.25, 1 / 1024])
+def test_harmonic_steps_temper_the_likelihood_by_one_minus_the_product(eta):
+    """F.1's prox step ``Λ ← (1-γ)Λ + γ(I + P)``, ``h ← (1-γ)h + γr`` from the prior ``(I, 0)`` with
+    the same batch statistics at every step and ``γ_t = η/t``: after ``T`` steps the iterate is the
+    power posterior ``(I + λ_T P, λ_T r)`` with ``λ_T = 1 - Π_{t≤T}(1 - η/t)``. η = 1 gives λ = 1
+    from the first step (the posterior); η < 1 keeps λ_T < 1 at every finite ``T`` (at η = 1/1024
+    and ``T`` = 64, λ ≈ 0.005): the likelihood tempered, which is what a held-out criterion on a
+    model with too small a noise variance rewards (``workflow/config/tuning.yaml``, sparse_gp)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 4))
+    p, r = a @ a.T, rng.standard_normal(4)
+    prec, shift = jnp.eye(4), jnp.zeros(4)
+    for t in range(1, 65):
+        prec, shift = prox_update(prec, shift, eta / t, (jnp.asarray(p), jnp.asarray(r), 0.0))
+    lam = 1.0 - np.prod(1.0 - eta / np.arange(1, 65))
+    np.testing.assert_allclose(np.asarray(prec), np.eye(4) + lam * p, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(shift), lam * r, rtol=1e-10, atol=1e-12)
+    assert lam == 1.0 if eta == 1.0 else 0.0 < lam < 0.9
+    assert eta != 1 / 1024 or 0.004 < lam < 0.006
