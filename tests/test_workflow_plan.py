@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import yaml
 
 from pmd_bench.workflow import plan, resources
 
@@ -79,3 +80,24 @@ def test_with_no_config_named_the_embedded_default_runs_every_method_of_standard
     assert standard["table1"]["black_box"]["methods"] is None  # standard: every registry method
     assert {"mixture_figures", "logistic_figures", "sparse_gp_figures", "sparse_gp_figure4", "lda_figures", "figure2",
             "table1_render", "rate", "cost_report", "report_html"} <= {rule for rule, _ in jobs}
+
+
+@pytest.mark.workflow
+def test_tunings_from_another_campaign_runs_its_choices_and_tunes_nothing(tmp_path):
+    """With a tuning grid, a campaign tunes the method (a `tune` job) and runs it again as
+    `<label>_tuned`; with `tunings_from` naming another results folder, the tuned runs read that
+    folder's choice and no tune job is planned (the equal-work campaign's use of the tuning
+    campaign's choices, workflow/config/equal_cost.yaml)."""
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"mixture": {"tuning": {"grids": {"sgld": {"a": [0.001, 0.01]}}}}}))
+    own = plan.dry_run([CI, grid])
+    assert [w["method"] for rule, w in own if rule == "tune"] == ["sgld"]
+    (tmp_path / "tuned" / "mixture" / "tuning").mkdir(parents=True)
+    (tmp_path / "tuned" / "mixture" / "tuning" / "sgld.json").write_text("{}")
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({"tunings_from": str(tmp_path / "tuned")}))
+    borrowed = plan.dry_run([CI, grid, other])
+    assert not [w for rule, w in borrowed if rule == "tune"]
+    tuned = {(rule, w["method"]) for rule, w in borrowed if w.get("method") == "sgld"}
+    assert ("run_tuned", "sgld") in tuned and tuned == {(rule, "sgld") for rule, w in own if w.get("method") == "sgld"
+                                                         and rule != "tune"}

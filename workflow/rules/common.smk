@@ -20,6 +20,10 @@ TUNED = {}
 # experiment -> its tuning results (`pmd-bench tune`'s JSONs) that tuning.smk's report shows; each
 # experiment's rule file registers its own when its config section has tuning grids.
 TUNING_RESULTS = {}
+# The results folder whose `<experiment>/tuning/` files the `<label>_tuned` runs and the tuning
+# reports read: this campaign's own (its tune jobs write them) or, with `tunings_from`, another
+# campaign's (the equal-work campaign takes the tuning campaign's choices and tunes nothing itself).
+TUNINGS = config.get("tunings_from") or RESULTS
 
 
 def tuned_labels(experiment):
@@ -41,16 +45,18 @@ RESOLVED_CONFIG = f"{RESULTS}/config.yaml"
 TRACKING_STORE = ancient(f"{RESULTS}/.tracking-store")
 
 
-def job_settings(experiment, label=None):
+def job_settings(experiment, label=None, tuning=False):
     """What a job of `experiment` reads from the config, as JSON for its params: the experiment's
     section less its methods, tuning grids and lists of targets (custom models, whose files are
     their jobs' inputs; posteriordb's posteriors: one job serves one), and, for a method's job,
-    the method's entry and grid (a `<label>_tuned` job's label is its base label)."""
+    the method's entry (a `<label>_tuned` job's label is its base label) and, for its tune job
+    (`tuning`), its grid: a run reads no grid (a tuned run reads its tune job's file), so a
+    widened grid reruns the tuning and the tuned runs, not the default runs."""
     section = config.get(experiment) or {}
     settings = {k: v for k, v in section.items() if k not in ("methods", "tuning", "models", "posteriors")}
     if label is not None:
         settings["entry"] = (section.get("methods") or {}).get(label)
-        settings["grid"] = section.get("tuning", {}).get("grids", {}).get(label)
+        settings["grid"] = section.get("tuning", {}).get("grids", {}).get(label) if tuning else None
     return json.dumps(settings, sort_keys=True, default=str)
 
 

@@ -34,7 +34,7 @@ if CUSTOM_MODELS:
     CUSTOM_RUNS = [run for name in CUSTOM_MODELS for run in custom_runs(name)]
     CUSTOM_FLOORS = [f"{CUSTOM_DIR}/{name}/floor.json" for name in CUSTOM_MODELS]
     COST_INPUTS["custom"] = {"runs": CUSTOM_RUNS}
-    TUNING_RESULTS["custom"] = expand(f"{CUSTOM_DIR}/{{name}}/tuning/{{method}}.json", name=list(CUSTOM_MODELS),
+    TUNING_RESULTS["custom"] = expand(f"{TUNINGS}/custom/{{name}}/tuning/{{method}}.json", name=list(CUSTOM_MODELS),
                                       method=CUSTOM_GRIDS)
     ALL_TARGETS.extend([TABLE_CUSTOM, FIGURE_CUSTOM])
     ALL_TARGETS.extend(f"{CUSTOM_DIR}/{name}/{what}" for name in CUSTOM_MODELS for what in ("table.md", "cost.md"))
@@ -118,7 +118,7 @@ if CUSTOM_MODELS:
         resources:
             **job_resources("custom_tune", config),
         params:
-            settings=lambda wildcards: job_settings("custom", wildcards.method),
+            settings=lambda wildcards: job_settings("custom", wildcards.method, tuning=True),
         shell:
             PMD_BENCH + " --config {input.config} tune custom --model {wildcards.name} --method {wildcards.method}"
             + " --out {output} > {log} 2>&1"
@@ -129,7 +129,7 @@ if CUSTOM_MODELS:
             store=TRACKING_STORE,
             model=lambda wildcards: CUSTOM_MODELS[wildcards.name],
             reference=f"{CUSTOM_DIR}/{{name}}/reference.npz",
-            tuning=f"{CUSTOM_DIR}/{{name}}/tuning/{{method}}.json",
+            tuning=f"{TUNINGS}/custom/{{name}}/tuning/{{method}}.json",
             method_file=lambda wildcards: method_files("custom", wildcards.method),
         output:
             f"{CUSTOM_DIR}/{{name}}/runs/{{method}}_tuned/seed{{seed}}.npz",

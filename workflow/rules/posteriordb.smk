@@ -46,7 +46,7 @@ else:
         seed=PDB_SEEDS,
     )
     COST_INPUTS["posteriordb"] = {"runs": PDB_RUNS}
-    TUNING_RESULTS["posteriordb"] = expand(f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+    TUNING_RESULTS["posteriordb"] = expand(f"{TUNINGS}/posteriordb/tuning/{{posterior}}/{{method}}.json",
                                            posterior=PDB_POSTERIORS, method=PDB_GRIDS)
 
     ALL_TARGETS.extend([TABLE_POSTERIORDB, FIGURE_POSTERIORDB])
@@ -85,7 +85,7 @@ else:
         resources:
             **job_resources("posteriordb_tune", config),
         params:
-            settings=lambda wildcards: job_settings("posteriordb", wildcards.method),
+            settings=lambda wildcards: job_settings("posteriordb", wildcards.method, tuning=True),
         shell:
             PMD_BENCH + " --config {input.config} tune posteriordb --posterior {wildcards.posterior}"
             + " --method {wildcards.method} --out {output} > {log} 2>&1"
@@ -119,7 +119,7 @@ else:
             input:
                 config=ancient(RESOLVED_CONFIG),
                 store=TRACKING_STORE,
-                tuning=f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+                tuning=f"{TUNINGS}/posteriordb/tuning/{{posterior}}/{{method}}.json",
                 method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
             output:
                 expand(f"{PDB_DIR}/runs/{{{{posterior}}}}/{{{{method}}}}_tuned/seed{{seed}}.npz", seed=PDB_SEEDS),
@@ -166,7 +166,7 @@ else:
             input:
                 config=ancient(RESOLVED_CONFIG),
                 store=TRACKING_STORE,
-                tuning=f"{PDB_DIR}/tuning/{{posterior}}/{{method}}.json",
+                tuning=f"{TUNINGS}/posteriordb/tuning/{{posterior}}/{{method}}.json",
                 method_file=lambda wildcards: method_files("posteriordb", wildcards.method),
             output:
                 f"{PDB_DIR}/runs/{{posterior}}/{{method}}_tuned/seed{{seed}}.npz",

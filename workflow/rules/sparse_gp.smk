@@ -24,7 +24,7 @@ else:
     COST_INPUTS["sparse_gp"] = {"runs": SGP_RUNS}
     FIGURE2_INPUTS.update(sparse_gp_data=expand(f"{SGP_DIR}/{{problem}}/truth.npz", problem=SGP_PROBLEMS),
                           sparse_gp_runs=SGP_RUNS)
-    TUNING_RESULTS["sparse_gp"] = expand(f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json", problem=SGP_PROBLEMS,
+    TUNING_RESULTS["sparse_gp"] = expand(f"{TUNINGS}/sparse_gp/{{problem}}/tuning/{{method}}.json", problem=SGP_PROBLEMS,
                                          method=SGP_GRIDS)
 
     ALL_TARGETS.extend([CURVES_SGP, TABLE_SGP] + ([FIGURE4] if "gp1d" in SGP_PROBLEMS else []))
@@ -109,7 +109,7 @@ else:
         resources:
             **job_resources("sparse_gp_tune", config),
         params:
-            settings=lambda wildcards: job_settings("sparse_gp", wildcards.method),
+            settings=lambda wildcards: job_settings("sparse_gp", wildcards.method, tuning=True),
         shell:
             PMD_BENCH + " --config {input.config} tune sparse_gp --problem {wildcards.problem}"
             + " --method {wildcards.method} --data {input.data} --out {output} > {log} 2>&1"
@@ -120,7 +120,7 @@ else:
             data=_sgp_data,
             truth=f"{SGP_DIR}/{{problem}}/truth.npz",
             store=TRACKING_STORE,
-            tuning=f"{SGP_DIR}/{{problem}}/tuning/{{method}}.json",
+            tuning=f"{TUNINGS}/sparse_gp/{{problem}}/tuning/{{method}}.json",
             method_file=lambda wildcards: method_files("sparse_gp", wildcards.method),
         output:
             f"{SGP_DIR}/{{problem}}/runs/{{method}}_tuned/seed{{seed}}.npz",

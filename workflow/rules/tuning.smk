@@ -5,7 +5,7 @@
 # runs in its report's inputs and registers its data in TUNED). Included after the experiments.
 # What was chosen, per experiment with tuning results (reports/tuning.py): figures/tuning_<experiment>.md.
 for _experiment in TUNED:
-    TUNING_RESULTS[_experiment] = expand(f"{RESULTS}/{_experiment}/tuning/{{method}}.json",
+    TUNING_RESULTS[_experiment] = expand(f"{TUNINGS}/{_experiment}/tuning/{{method}}.json",
                                          method=list(config[_experiment].get("tuning", {}).get("grids", {})))
 TUNING_RESULTS = {experiment: files for experiment, files in TUNING_RESULTS.items() if files}
 ALL_TARGETS.extend(f"{RESULTS}/figures/tuning_{experiment}.md" for experiment in TUNING_RESULTS)
@@ -27,7 +27,7 @@ rule tune:
     resources:
         **job_resources("tune", config),
     params:
-        settings=lambda wildcards: job_settings(wildcards.experiment, wildcards.method),
+        settings=lambda wildcards: job_settings(wildcards.experiment, wildcards.method, tuning=True),
     shell:
         PMD_BENCH + " --config {input.config} tune {wildcards.experiment} --method {wildcards.method}"
         + " --data {input.data} --out {output} > {log} 2>&1"
@@ -37,7 +37,7 @@ rule run_tuned:
     input:
         unpack(lambda wildcards: {"config": ancient(RESOLVED_CONFIG), "data": TUNED[wildcards.experiment]["data"],
                                   "store": TRACKING_STORE,
-                                  "tuning": f"{RESULTS}/{wildcards.experiment}/tuning/{wildcards.method}.json",
+                                  "tuning": f"{TUNINGS}/{wildcards.experiment}/tuning/{wildcards.method}.json",
                                   **TUNED[wildcards.experiment]["extra"]}),
     output:
         f"{RESULTS}/{{experiment}}/runs/{{method}}_tuned/seed{{seed}}.npz",
